@@ -1,0 +1,123 @@
+/// <reference types="node" />
+// @norskvideo/ctl-migration: the job side of a Norsk worker's job socket — a native drop-in
+// for `@norskvideo/ctl-sdk/migration`. Same exports, same types, same behaviour on the wire.
+
+/** A source's "no" to the propose. Return it from `onGetState` (build it with
+ *  {@link stateRefusal}); the worker receives `state-refused` with `reason` and the migration
+ *  ends before any target is placed. */
+export interface StateRefusal {
+  readonly refused: true
+  readonly reason: string
+}
+
+/** Builds a {@link StateRefusal} for `onGetState` to return. */
+export declare function stateRefusal(reason: string): StateRefusal
+
+/** True for a value shaped like a {@link StateRefusal}. */
+export declare function isStateRefusal(value: unknown): value is StateRefusal
+
+/** The product's side of a handover. Every handler is optional and is called with `this` set to
+ *  the handlers object; a handler may return a Promise, which is awaited. Whatever a handler
+ *  throws or rejects with is logged, never rethrown. */
+export interface MigrationHandlers {
+  /** Source, first step of every handover (the propose). Return what a target needs to take
+   *  over — any JSON value; `undefined` or `null` accepts with nothing to hand over — or a
+   *  {@link stateRefusal} to decline. Throwing declines too. The client always answers the
+   *  worker: if this handler is missing it declines on the product's behalf, naming it. A
+   *  product that answers from elsewhere can call `reportState` / `refuseState` while this
+   *  handler runs; its return value is then ignored. */
+  onGetState?(migrationId: string): unknown | Promise<unknown>
+  /** Target, right after the hello-ack when the source handed state over: adopt `payload`
+   *  before calling `reportReady`. Nothing is sent back for it. */
+  onInitialState?(payload: unknown, migrationId: string): void | Promise<void>
+  /** Source: the target is ready at the position in `payload`. Stop output at or after it,
+   *  then call `reportStoppedOutput`. */
+  onCutoverReady?(payload: unknown, migrationId: string): void | Promise<void>
+  /** Target: the source stopped at the position in `payload`. Take over from there, then call
+   *  `reportApplied`. */
+  onCutoverApply?(payload: unknown, migrationId: string): void | Promise<void>
+  /** Either side: the migration was abandoned. A source resumes output; a target expects to
+   *  be stopped. */
+  onAbort?(reason: string, migrationId: string): void | Promise<void>
+  /** Called after every hello-ack, once `role` and `migrationId` are up to date and any report
+   *  held while disconnected has been sent. The place to `reportReady` as a target. (Not in the
+   *  JavaScript client: there the role is only known after the ack, with no event for it.) */
+  onConnected?(role: 'source' | 'target', migrationId: string | undefined): void | Promise<void>
+}
+
+/** What `reportApplied` may tell the worker about the handover. */
+export interface AppliedSummary {
+  /** Ids of the participants that applied their part. */
+  applied?: string[]
+  /** Participants that could not apply their part, and why. */
+  failed?: { id: string; reason: string }[]
+  /** How far apart, in milliseconds, the source's stop and the target's start were. */
+  skewMs?: number
+}
+
+export interface MigrationClient {
+  /** `"target"` when the worker's hello-ack named this instance as a migration target,
+   *  `"source"` for every other connected instance (any of which may be asked to hand over),
+   *  `"none"` when there is no job socket at all. */
+  readonly role: 'source' | 'target' | 'none'
+  /** A target's migration, or the one a source is in once a propose or cutover named it. */
+  readonly migrationId?: string
+  /** True while the socket is open and the worker has acknowledged the hello. */
+  readonly connected: boolean
+  /** Source: accept the propose with `payload` (any JSON; `null` accepts with nothing to hand
+   *  over). Only while a `get-state` is being answered — from inside `onGetState` — otherwise
+   *  dropped with a log line. Throws `TypeError` for a BigInt or a cycle, `RangeError` for a
+   *  frame over 64 KiB; nothing is sent then. */
+  reportState(payload: unknown): void
+  /** Source: decline the propose. Same window as `reportState`. */
+  refuseState(reason: string): void
+  /** Target: ready to take over at `payload` (a position). Held while disconnected. */
+  reportReady(payload: unknown): void
+  /** Source: output stopped at `payload` (a position). Held while disconnected. */
+  reportStoppedOutput(payload: unknown): void
+  /** Target: the handover is applied, optionally saying what was and was not. Throws
+   *  `TypeError` for a summary of the wrong shape. Held while disconnected. */
+  reportApplied(summary?: AppliedSummary): void
+  /** Either side: give up on the migration. Held while disconnected. */
+  abort(reason: string): void
+  /** Close the socket (1000 "job closing") and stop reconnecting for good. */
+  close(): void
+}
+
+/** The part of the WHATWG WebSocket interface the client uses. Node's and Bun's global
+ *  `WebSocket`, `ws`'s `WebSocket` and a test's fake all fit it. */
+export interface MigrationSocket {
+  send(data: string): void
+  close(code?: number, reason?: string): void
+  onopen: ((ev: unknown) => void) | null
+  onmessage: ((ev: { data: unknown }) => void) | null
+  onclose: ((ev: { code: number; reason: string }) => void) | null
+  onerror: ((ev: unknown) => void) | null
+}
+
+/** A socket class: constructed with the worker's URL. */
+export type MigrationSocketCtor = new (url: string) => MigrationSocket
+
+export interface ConnectMigrationOptions {
+  /** Use this socket class instead of the native transport: a test's fake socket, or a
+   *  runtime's own WebSocket. */
+  WebSocket?: MigrationSocketCtor
+  /** First reconnect delay in ms (default 1000); doubles after each failed attempt. */
+  reconnectMinMs?: number
+  /** Longest reconnect delay in ms (default 30000). */
+  reconnectMaxMs?: number
+  /** Receives one line per event. Default: `console.error` with the prefix `[migration] `. */
+  log?: (line: string) => void
+  /** The product's name in refusals the client makes for it. Default: `NORSK_RUNTIME_ID` from
+   *  the env, else "this product". */
+  name?: string
+}
+
+/** Connects to the worker named by `NORSK_WORKER_WS_URL` with `NORSK_WORKER_TOKEN` (from `env`,
+ *  default `process.env`). Without both, returns a client with role `"none"` whose methods do
+ *  nothing, so a product can call this unconditionally. */
+export declare function connectMigration(
+  handlers: MigrationHandlers,
+  env?: NodeJS.ProcessEnv,
+  opts?: ConnectMigrationOptions,
+): MigrationClient

@@ -1,0 +1,8 @@
+// ESM entry: the same module as the CommonJS one, so both share one native addon instance.
+import { createRequire } from 'node:module'
+
+const client = createRequire(import.meta.url)('./lib/client.js')
+
+export const connectMigration = client.connectMigration
+export const stateRefusal = client.stateRefusal
+export const isStateRefusal = client.isStateRefusal

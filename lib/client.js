@@ -1,0 +1,370 @@
+'use strict'
+// The JavaScript side of the client: the public API, the calls into the product's handlers, and
+// the JavaScript-socket transport (`opts.WebSocket`). The protocol rules live in Rust
+// (src/protocol.rs); every call into the native `Client` returns the actions to carry out now.
+
+const binding = require('../binding.js')
+
+const {
+  Client,
+  OP_LOG,
+  OP_CALL,
+  OP_TOO_LARGE,
+  OP_OPEN,
+  OP_SEND,
+  OP_CLOSE,
+  OP_START_TIMER,
+  OP_CANCEL_TIMER,
+  HANDLER_GET_STATE,
+  HANDLER_INITIAL_STATE,
+  HANDLER_CUTOVER_READY,
+  HANDLER_CUTOVER_APPLY,
+  HANDLER_ABORT,
+  HANDLER_CONNECTED,
+  STATE_MISSING,
+  STATE_VALUE,
+  STATE_NOT_JSON,
+  STATE_REFUSED,
+  STATE_THREW,
+  STATE_UNPRINTABLE,
+  SETTLED_MISSING,
+  SETTLED_DONE,
+  SETTLED_THREW,
+} = binding
+
+const URL_ENV = 'NORSK_WORKER_WS_URL'
+const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
+const MAX_FRAME_BYTES = 64 * 1024
+const DEFAULT_MIN_BACKOFF_MS = 1_000
+const DEFAULT_MAX_BACKOFF_MS = 30_000
+
+function stateRefusal(reason) {
+  return { refused: true, reason }
+}
+
+function isStateRefusal(value) {
+  return typeof value === 'object' && value !== null && value.refused === true && typeof value.reason === 'string'
+}
+
+function connectMigration(handlers, env, opts) {
+  env = env ?? process.env
+  opts = opts ?? {}
+  const url = env[URL_ENV]
+  const token = env[TOKEN_ENV]
+  if (!url || !token) return noopClient()
+  return socketClient(
+    handlers ?? {},
+    String(url),
+    String(token),
+    String(opts.name ?? env.NORSK_RUNTIME_ID ?? 'this product'),
+    opts,
+  )
+}
+
+function noopClient() {
+  const nothing = () => {}
+  return {
+    role: 'none',
+    migrationId: undefined,
+    connected: false,
+    reportState: nothing,
+    refuseState: nothing,
+    reportReady: nothing,
+    reportStoppedOutput: nothing,
+    reportApplied: nothing,
+    abort: nothing,
+    close: nothing,
+  }
+}
+
+function socketClient(handlers, url, token, name, opts) {
+  const minMs = Number(opts.reconnectMinMs ?? DEFAULT_MIN_BACKOFF_MS)
+  const maxMs = Number(opts.reconnectMaxMs ?? DEFAULT_MAX_BACKOFF_MS)
+  const userLog = opts.log ?? ((line) => console.error(`[migration] ${line}`))
+  const log = (line) => {
+    try {
+      userLog(line)
+    } catch {
+      // A product's logger that throws must not take the client down with it.
+    }
+  }
+
+  // The socket transport, when the product supplies the socket class; else native.
+  let transport
+  const core = opts.WebSocket
+    ? Client.jsSocket(url, token, name, minMs, maxMs)
+    : Client.native(url, token, name, minMs, maxMs, dispatchFromRuntime)
+  if (opts.WebSocket) transport = jsSocketTransport(opts.WebSocket, url, () => core, (actions) => run(actions))
+
+  // Called through the threadsafe function: an exception here would be fatal to the process.
+  function dispatchFromRuntime(actions) {
+    try {
+      run(actions)
+    } catch (e) {
+      reportGlueError(e)
+    }
+  }
+
+  function run(actions) {
+    for (const action of actions) {
+      switch (action.op) {
+        case OP_LOG:
+          log(action.a)
+          break
+        case OP_CALL:
+          callHandler(action.n, action.a, action.b)
+          break
+        case OP_TOO_LARGE:
+          throw new RangeError(`frame of ${action.n} bytes is over the ${MAX_FRAME_BYTES}-byte limit; not sent`)
+        case OP_OPEN:
+          transport.open()
+          break
+        case OP_SEND:
+          transport.send(action.a, action.b, action.n === 1)
+          break
+        case OP_CLOSE:
+          transport.close(action.n, action.a)
+          break
+        case OP_START_TIMER:
+          transport.startTimer(action.n)
+          break
+        case OP_CANCEL_TIMER:
+          transport.cancelTimer()
+          break
+      }
+    }
+  }
+
+  function callHandler(kind, arg, migrationId) {
+    switch (kind) {
+      case HANDLER_GET_STATE:
+        void answerGetState(migrationId)
+        return
+      case HANDLER_INITIAL_STATE: {
+        const handler = handlers.onInitialState
+        if (!handler) return run(core.handlerSettled(kind, migrationId, SETTLED_MISSING))
+        return settle(kind, migrationId, () => handler.call(handlers, JSON.parse(arg), migrationId))
+      }
+      case HANDLER_CUTOVER_READY:
+        return settle(kind, migrationId, () => handlers.onCutoverReady?.(JSON.parse(arg), migrationId))
+      case HANDLER_CUTOVER_APPLY:
+        return settle(kind, migrationId, () => handlers.onCutoverApply?.(JSON.parse(arg), migrationId))
+      case HANDLER_ABORT:
+        return settle(kind, migrationId, () => handlers.onAbort?.(arg, migrationId))
+      case HANDLER_CONNECTED:
+        return settle(kind, migrationId ?? '', () => handlers.onConnected?.(arg, migrationId ?? undefined))
+    }
+  }
+
+  // Awaits a handler exactly as the reference does (one `await` of what it returns), then tells
+  // the core how it ended. Nothing it throws or rejects with escapes (D4).
+  function settle(kind, migrationId, invoke) {
+    void (async () => {
+      let outcome = SETTLED_DONE
+      let thrown
+      try {
+        await invoke()
+      } catch (e) {
+        outcome = SETTLED_THREW
+        thrown = describe(e) ?? 'a value that cannot be printed'
+      }
+      run(core.handlerSettled(kind, migrationId, outcome, thrown))
+    })().catch(reportGlueError)
+  }
+
+  // The propose: every path ends in exactly one outcome for the core, which answers it.
+  async function answerGetState(migrationId) {
+    try {
+      const handler = handlers.onGetState
+      if (!handler) return run(core.stateSettled(migrationId, STATE_MISSING))
+      let answer
+      try {
+        answer = await handler.call(handlers, migrationId)
+      } catch (e) {
+        const text = describe(e)
+        return run(core.stateSettled(migrationId, text === undefined ? STATE_UNPRINTABLE : STATE_THREW, text))
+      }
+      if (isStateRefusal(answer)) return run(core.stateSettled(migrationId, STATE_REFUSED, answer.reason))
+      let json
+      try {
+        json = JSON.stringify(answer)
+      } catch (e) {
+        return run(core.stateSettled(migrationId, STATE_NOT_JSON, describe(e) ?? 'it cannot be serialised'))
+      }
+      run(core.stateSettled(migrationId, STATE_VALUE, json ?? 'null'))
+    } catch (e) {
+      reportGlueError(e)
+    }
+  }
+
+  function reportGlueError(e) {
+    log(`internal error: ${describe(e) ?? 'unprintable'}`)
+  }
+
+  const client = {
+    get role() {
+      return core.role
+    },
+    get migrationId() {
+      return core.migrationId ?? undefined
+    },
+    get connected() {
+      return core.connected
+    },
+    reportState(payload) {
+      run(core.reportState(payloadJson(payload)))
+    },
+    refuseState(reason) {
+      run(core.refuseState(String(reason)))
+    },
+    reportReady(payload) {
+      run(core.reportReady(payloadJson(payload)))
+    },
+    reportStoppedOutput(payload) {
+      run(core.reportStoppedOutput(payloadJson(payload)))
+    },
+    reportApplied(summary) {
+      run(core.reportApplied(appliedSummary(summary)))
+    },
+    abort(reason) {
+      run(core.abort(String(reason)))
+    },
+    close() {
+      run(core.close())
+    },
+  }
+  run(core.start())
+  return client
+}
+
+// D2: what JSON.stringify makes of a payload; a top-level value it drops becomes null, and a
+// BigInt or a cycle throws its TypeError before anything is sent.
+function payloadJson(payload) {
+  const json = JSON.stringify(payload)
+  return json === undefined ? 'null' : json
+}
+
+// D6: `reportApplied(summary?)`, checked before anything is sent.
+function appliedSummary(summary) {
+  if (summary === undefined || summary === null) return undefined
+  if (typeof summary !== 'object') throw new TypeError('reportApplied: summary must be an object')
+  const out = {}
+  if (summary.applied !== undefined) {
+    if (!Array.isArray(summary.applied) || !summary.applied.every((id) => typeof id === 'string')) {
+      throw new TypeError('reportApplied: summary.applied must be an array of strings')
+    }
+    out.applied = [...summary.applied]
+  }
+  if (summary.failed !== undefined) {
+    const ok =
+      Array.isArray(summary.failed) &&
+      summary.failed.every(
+        (f) => typeof f === 'object' && f !== null && typeof f.id === 'string' && typeof f.reason === 'string',
+      )
+    if (!ok) throw new TypeError('reportApplied: summary.failed must be an array of { id: string, reason: string }')
+    out.failed = summary.failed.map((f) => ({ id: f.id, reason: f.reason }))
+  }
+  if (summary.skewMs !== undefined) {
+    if (typeof summary.skewMs !== 'number' || !Number.isFinite(summary.skewMs)) {
+      throw new TypeError('reportApplied: summary.skewMs must be a finite number')
+    }
+    out.skewMs = summary.skewMs
+  }
+  return out
+}
+
+/** `String(e)`, or undefined when even that throws. */
+function describe(e) {
+  try {
+    return String(e)
+  } catch {
+    return undefined
+  }
+}
+
+const utf8 = new TextDecoder()
+
+// D12: a binary frame is UTF-8 text.
+function frameText(data) {
+  if (typeof data === 'string') return data
+  if (data instanceof ArrayBuffer) return utf8.decode(data)
+  if (ArrayBuffer.isView(data)) return utf8.decode(data)
+  return describe(data) ?? ''
+}
+
+// The transport over a WHATWG-shaped socket the product supplies, run on the JavaScript thread
+// with the reference's timing: the socket is constructed one microtask after it is asked for,
+// events are handled synchronously, and the reconnect timer is a JavaScript timer.
+function jsSocketTransport(Ctor, url, getCore, run) {
+  let socket
+  let timer
+  const forget = () => {
+    const s = socket
+    socket = undefined
+    return s
+  }
+  return {
+    open() {
+      queueMicrotask(() => {
+        const core = getCore()
+        if (core.finished) return
+        let s
+        try {
+          s = new Ctor(url)
+        } catch (e) {
+          run(core.socketOpenFailed(describe(e) ?? 'the WebSocket constructor threw'))
+          return
+        }
+        socket = s
+        try {
+          if ('binaryType' in s) s.binaryType = 'arraybuffer'
+        } catch {
+          // a socket that will not take it still delivers strings
+        }
+        s.onopen = () => {
+          if (socket === s) run(core.socketOpened())
+        }
+        s.onmessage = (ev) => {
+          if (socket === s) run(core.socketMessage(frameText(ev?.data)))
+        }
+        s.onclose = (ev) => {
+          if (socket !== s) return
+          socket = undefined
+          run(core.socketClosed(typeof ev?.code === 'number' ? ev.code : 1005, String(ev?.reason ?? '')))
+        }
+        s.onerror = () => {
+          if (socket === s) run(core.socketErrored())
+        }
+      })
+    },
+    send(text, type, isReport) {
+      const s = socket
+      try {
+        s.send(text)
+      } catch (e) {
+        run(getCore().socketSendFailed(type, text, isReport, describe(e) ?? 'send threw'))
+      }
+    },
+    close(code, reason) {
+      const s = forget()
+      try {
+        if (code === undefined || code === null) s?.close()
+        else s?.close(code, reason)
+      } catch {
+        // already gone
+      }
+    },
+    startTimer(ms) {
+      timer = setTimeout(() => {
+        timer = undefined
+        run(getCore().timerFired())
+      }, ms)
+    },
+    cancelTimer() {
+      clearTimeout(timer)
+      timer = undefined
+    },
+  }
+}
+
+module.exports = { connectMigration, stateRefusal, isStateRefusal }

@@ -1,0 +1,661 @@
+//! The job socket's frames, both directions, defined once: how each is parsed and how each is
+//! written. Parsing follows the protocol schema the worker and the JavaScript client share: a
+//! frame is a JSON object with a known `type`, its declared fields are checked, unknown keys are
+//! ignored, and a `payload` must be present and be JSON with finite numbers. Payloads stay as raw
+//! JSON text so they cross into JavaScript as a string for `JSON.parse`, never as a tree.
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+
+/// The size cap on every frame, in UTF-8 bytes, both directions.
+pub const MAX_FRAME_BYTES: usize = 64 * 1024;
+
+/// What the worker sends a job.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerFrame {
+    HelloAck {
+        migration: Option<String>,
+    },
+    GetState {
+        migration_id: String,
+    },
+    InitialState {
+        migration_id: String,
+        payload: String,
+    },
+    CutoverReady {
+        migration_id: String,
+        payload: String,
+    },
+    CutoverApply {
+        migration_id: String,
+        payload: String,
+    },
+    Abort {
+        migration_id: String,
+        reason: String,
+    },
+}
+
+impl WorkerFrame {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            WorkerFrame::HelloAck { .. } => "hello-ack",
+            WorkerFrame::GetState { .. } => "get-state",
+            WorkerFrame::InitialState { .. } => "initial-state",
+            WorkerFrame::CutoverReady { .. } => "cutover-ready",
+            WorkerFrame::CutoverApply { .. } => "cutover-apply",
+            WorkerFrame::Abort { .. } => "abort",
+        }
+    }
+
+    /// The frame as it goes on the wire. `payload` must already be JSON text.
+    pub fn to_text(&self) -> String {
+        let mut w = FrameWriter::new(self.type_name());
+        match self {
+            WorkerFrame::HelloAck { migration } => {
+                if let Some(id) = migration {
+                    w.raw_field(
+                        "migration",
+                        &format!("{{\"id\":{},\"side\":\"target\"}}", json_string(id)),
+                    );
+                }
+            }
+            WorkerFrame::GetState { migration_id } => w.str_field("migrationId", migration_id),
+            WorkerFrame::InitialState {
+                migration_id,
+                payload,
+            }
+            | WorkerFrame::CutoverReady {
+                migration_id,
+                payload,
+            }
+            | WorkerFrame::CutoverApply {
+                migration_id,
+                payload,
+            } => {
+                w.str_field("migrationId", migration_id);
+                w.raw_field("payload", payload);
+            }
+            WorkerFrame::Abort {
+                migration_id,
+                reason,
+            } => {
+                w.str_field("migrationId", migration_id);
+                w.str_field("reason", reason);
+            }
+        }
+        w.finish()
+    }
+}
+
+/// A participant that could not apply its part of a handover.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedPart {
+    pub id: String,
+    pub reason: String,
+}
+
+/// The optional envelope fields of `target-applied`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AppliedSummary {
+    pub applied: Option<Vec<String>>,
+    pub failed: Option<Vec<FailedPart>>,
+    pub skew_ms: Option<f64>,
+}
+
+/// What a job sends the worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobFrame {
+    Hello { token: String },
+    State { payload: String },
+    StateRefused { reason: String },
+    TargetReady { payload: String },
+    SourceStoppedOutput { payload: String },
+    TargetApplied(AppliedSummary),
+    Abort { reason: String },
+}
+
+impl JobFrame {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            JobFrame::Hello { .. } => "hello",
+            JobFrame::State { .. } => "state",
+            JobFrame::StateRefused { .. } => "state-refused",
+            JobFrame::TargetReady { .. } => "target-ready",
+            JobFrame::SourceStoppedOutput { .. } => "source-stopped-output",
+            JobFrame::TargetApplied(_) => "target-applied",
+            JobFrame::Abort { .. } => "abort",
+        }
+    }
+
+    /// The frame as it goes on the wire, keys in the order the JavaScript client writes them.
+    /// `payload` must already be JSON text (it comes from `JSON.stringify`).
+    pub fn to_text(&self) -> String {
+        let mut w = FrameWriter::new(self.type_name());
+        match self {
+            JobFrame::Hello { token } => w.str_field("token", token),
+            JobFrame::State { payload }
+            | JobFrame::TargetReady { payload }
+            | JobFrame::SourceStoppedOutput { payload } => w.raw_field("payload", payload),
+            JobFrame::StateRefused { reason } | JobFrame::Abort { reason } => {
+                w.str_field("reason", reason)
+            }
+            JobFrame::TargetApplied(summary) => {
+                if let Some(applied) = &summary.applied {
+                    let items: Vec<String> = applied.iter().map(|s| json_string(s)).collect();
+                    w.raw_field("applied", &format!("[{}]", items.join(",")));
+                }
+                if let Some(failed) = &summary.failed {
+                    let items: Vec<String> = failed
+                        .iter()
+                        .map(|f| {
+                            format!(
+                                "{{\"id\":{},\"reason\":{}}}",
+                                json_string(&f.id),
+                                json_string(&f.reason)
+                            )
+                        })
+                        .collect();
+                    w.raw_field("failed", &format!("[{}]", items.join(",")));
+                }
+                if let Some(skew) = summary.skew_ms {
+                    w.raw_field("skewMs", &js_number(skew));
+                }
+            }
+        }
+        w.finish()
+    }
+}
+
+struct FrameWriter(String);
+
+impl FrameWriter {
+    fn new(type_name: &str) -> Self {
+        FrameWriter(format!("{{\"type\":\"{type_name}\""))
+    }
+    fn str_field(&mut self, key: &str, value: &str) {
+        self.raw_field(key, &json_string(value));
+    }
+    fn raw_field(&mut self, key: &str, json: &str) {
+        self.0.push_str(",\"");
+        self.0.push_str(key);
+        self.0.push_str("\":");
+        self.0.push_str(json);
+    }
+    fn finish(mut self) -> String {
+        self.0.push('}');
+        self.0
+    }
+}
+
+/// A string as a JSON literal.
+pub fn json_string(s: &str) -> String {
+    // Serialising a &str cannot fail; the fallback keeps this total anyway.
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// A number the way `JSON.stringify` writes it: integers without a fraction.
+fn js_number(n: f64) -> String {
+    if !n.is_finite() {
+        return "null".to_owned();
+    }
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        return format!("{}", n as i64);
+    }
+    serde_json::to_string(&n).unwrap_or_else(|_| "null".to_owned())
+}
+
+// ── parsing ────────────────────────────────────────────────────────────────
+
+/// Parses a frame from the worker. The error is a sentence for a log line.
+pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
+    let fields = Fields::parse(text)?;
+    let frame = match fields.type_name()?.as_str() {
+        "hello-ack" => WorkerFrame::HelloAck {
+            migration: match fields.get("migration") {
+                None => None,
+                Some(raw) => Some(parse_migration(raw)?),
+            },
+        },
+        "get-state" => WorkerFrame::GetState {
+            migration_id: fields.string("migrationId")?,
+        },
+        "initial-state" => WorkerFrame::InitialState {
+            migration_id: fields.string("migrationId")?,
+            payload: fields.payload()?,
+        },
+        "cutover-ready" => WorkerFrame::CutoverReady {
+            migration_id: fields.string("migrationId")?,
+            payload: fields.payload()?,
+        },
+        "cutover-apply" => WorkerFrame::CutoverApply {
+            migration_id: fields.string("migrationId")?,
+            payload: fields.payload()?,
+        },
+        "abort" => WorkerFrame::Abort {
+            migration_id: fields.string("migrationId")?,
+            reason: fields.string("reason")?,
+        },
+        other => {
+            return Err(format!(
+                "invalid frame: unknown type {}",
+                json_string(other)
+            ))
+        }
+    };
+    Ok(frame)
+}
+
+/// Parses a frame from a job (what the worker, and so the simulator, accepts).
+pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
+    let fields = Fields::parse(text)?;
+    let frame = match fields.type_name()?.as_str() {
+        "hello" => JobFrame::Hello {
+            token: fields.string("token")?,
+        },
+        "state" => JobFrame::State {
+            payload: fields.payload()?,
+        },
+        "state-refused" => JobFrame::StateRefused {
+            reason: fields.string("reason")?,
+        },
+        "target-ready" => JobFrame::TargetReady {
+            payload: fields.payload()?,
+        },
+        "source-stopped-output" => JobFrame::SourceStoppedOutput {
+            payload: fields.payload()?,
+        },
+        "target-applied" => JobFrame::TargetApplied(AppliedSummary {
+            applied: fields.optional("applied", |raw| {
+                serde_json::from_str::<Vec<String>>(raw.get())
+                    .map_err(|_| "'applied' must be an array of strings".to_owned())
+            })?,
+            failed: fields.optional("failed", parse_failed)?,
+            skew_ms: fields.optional("skewMs", |raw| {
+                serde_json::from_str::<f64>(raw.get())
+                    .map_err(|_| "'skewMs' must be a finite number".to_owned())
+            })?,
+        }),
+        "abort" => JobFrame::Abort {
+            reason: fields.string("reason")?,
+        },
+        other => {
+            return Err(format!(
+                "invalid frame: unknown type {}",
+                json_string(other)
+            ))
+        }
+    };
+    Ok(frame)
+}
+
+fn parse_migration(raw: &RawValue) -> Result<String, String> {
+    #[derive(Deserialize)]
+    struct Migration {
+        id: String,
+        side: String,
+    }
+    let m: Migration = serde_json::from_str(raw.get()).map_err(|_| {
+        "invalid frame: 'migration' must be an object with string 'id' and 'side'".to_owned()
+    })?;
+    if m.side != "target" {
+        return Err("invalid frame: 'migration.side' must be \"target\"".to_owned());
+    }
+    Ok(m.id)
+}
+
+fn parse_failed(raw: &RawValue) -> Result<Vec<FailedPart>, String> {
+    #[derive(Deserialize)]
+    struct Failed {
+        id: String,
+        reason: String,
+    }
+    let parts: Vec<Failed> = serde_json::from_str(raw.get())
+        .map_err(|_| "'failed' must be an array of { id, reason } strings".to_owned())?;
+    Ok(parts
+        .into_iter()
+        .map(|f| FailedPart {
+            id: f.id,
+            reason: f.reason,
+        })
+        .collect())
+}
+
+/// A frame's top-level keys with their raw values. A key given twice keeps its last value, as
+/// `JSON.parse` does.
+struct Fields<'a> {
+    entries: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'a> Fields<'a> {
+    fn parse(text: &'a str) -> Result<Self, String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let fields = match FieldsSeed.deserialize(&mut de) {
+            Ok(Some(fields)) => fields,
+            Ok(None) => return Err("invalid frame: not a JSON object".to_owned()),
+            Err(_) => return Err("frame is not valid JSON".to_owned()),
+        };
+        de.end().map_err(|_| "frame is not valid JSON".to_owned())?;
+        Ok(fields)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| *v)
+    }
+
+    fn type_name(&self) -> Result<String, String> {
+        self.string("type")
+    }
+
+    fn string(&self, key: &str) -> Result<String, String> {
+        let raw = self
+            .get(key)
+            .ok_or_else(|| format!("invalid frame: '{key}' is missing"))?;
+        serde_json::from_str::<String>(raw.get())
+            .map_err(|_| format!("invalid frame: '{key}' must be a string"))
+    }
+
+    fn payload(&self) -> Result<String, String> {
+        let raw = self
+            .get("payload")
+            .ok_or_else(|| "invalid frame: 'payload' is missing".to_owned())?;
+        check_json(raw.get())
+            .map_err(|_| "invalid frame: 'payload' is not JSON with finite numbers".to_owned())?;
+        Ok(raw.get().to_owned())
+    }
+
+    fn optional<T>(
+        &self,
+        key: &str,
+        parse: impl FnOnce(&RawValue) -> Result<T, String>,
+    ) -> Result<Option<T>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(raw) => parse(raw)
+                .map(Some)
+                .map_err(|reason| format!("invalid frame: {reason}")),
+        }
+    }
+}
+
+/// Reads a top-level object into [`Fields`]; anything else that is valid JSON reads as `None`.
+struct FieldsSeed;
+
+impl<'de> DeserializeSeed<'de> for FieldsSeed {
+    type Value = Option<Fields<'de>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(FieldsVisitor)
+    }
+}
+
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Option<Fields<'de>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let value: &'de RawValue = map.next_value()?;
+            entries.push((key.0, value));
+        }
+        Ok(Some(Fields { entries }))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// An object key, borrowed from the frame unless it had escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Checks that `text` is one JSON value whose numbers all fit a finite double (serde_json
+/// refuses an out-of-range number while parsing it), without building a tree.
+pub fn check_json(text: &str) -> Result<(), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    JsonCheck::deserialize(&mut de)?;
+    de.end()
+}
+
+struct JsonCheck;
+
+impl<'de> Deserialize<'de> for JsonCheck {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(JsonCheckVisitor)
+    }
+}
+
+struct JsonCheckVisitor;
+
+impl<'de> Visitor<'de> for JsonCheckVisitor {
+    type Value = JsonCheck;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<JsonCheck, E> {
+        Ok(JsonCheck)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<JsonCheck, E> {
+        Ok(JsonCheck)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<JsonCheck, E> {
+        Ok(JsonCheck)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<JsonCheck, E> {
+        if v.is_finite() {
+            Ok(JsonCheck)
+        } else {
+            Err(E::custom("number is not finite"))
+        }
+    }
+    fn visit_str<E>(self, _: &str) -> Result<JsonCheck, E> {
+        Ok(JsonCheck)
+    }
+    fn visit_unit<E>(self) -> Result<JsonCheck, E> {
+        Ok(JsonCheck)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JsonCheck, A::Error> {
+        while seq.next_element::<JsonCheck>()?.is_some() {}
+        Ok(JsonCheck)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonCheck, A::Error> {
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            map.next_value::<JsonCheck>()?;
+        }
+        Ok(JsonCheck)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_worker_frame() {
+        let cases = [
+            (
+                r#"{"type":"hello-ack"}"#,
+                WorkerFrame::HelloAck { migration: None },
+            ),
+            (
+                r#"{"type":"hello-ack","migration":{"id":"m1","side":"target","x":1}}"#,
+                WorkerFrame::HelloAck {
+                    migration: Some("m1".into()),
+                },
+            ),
+            (
+                r#"{"type":"get-state","migrationId":"m1"}"#,
+                WorkerFrame::GetState {
+                    migration_id: "m1".into(),
+                },
+            ),
+            (
+                r#"{"type":"initial-state","migrationId":"m1","payload":{"a":[1,2.5,null]}}"#,
+                WorkerFrame::InitialState {
+                    migration_id: "m1".into(),
+                    payload: r#"{"a":[1,2.5,null]}"#.into(),
+                },
+            ),
+            (
+                r#"{"type":"cutover-ready","migrationId":"m","payload":null}"#,
+                WorkerFrame::CutoverReady {
+                    migration_id: "m".into(),
+                    payload: "null".into(),
+                },
+            ),
+            (
+                r#"{"type":"cutover-apply","migrationId":"m","payload":"x"}"#,
+                WorkerFrame::CutoverApply {
+                    migration_id: "m".into(),
+                    payload: r#""x""#.into(),
+                },
+            ),
+            (
+                r#"{"type":"abort","migrationId":"m","reason":"r"}"#,
+                WorkerFrame::Abort {
+                    migration_id: "m".into(),
+                    reason: "r".into(),
+                },
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_worker_frame(text), Ok(want.clone()), "{text}");
+            assert_eq!(parse_worker_frame(&want.to_text()), Ok(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_what_the_schema_rejects() {
+        let bad = [
+            "",
+            "{",
+            "[1]",
+            "42",
+            r#"{"type":"hello"}"#,
+            r#"{"type":7}"#,
+            r#"{"migrationId":"m"}"#,
+            r#"{"type":"get-state"}"#,
+            r#"{"type":"get-state","migrationId":5}"#,
+            r#"{"type":"initial-state","migrationId":"m"}"#,
+            r#"{"type":"cutover-ready","migrationId":"m","payload":1e999}"#,
+            r#"{"type":"cutover-ready","migrationId":"m","payload":{"n":[-1e400]}}"#,
+            r#"{"type":"hello-ack","migration":null}"#,
+            r#"{"type":"hello-ack","migration":{"id":"m","side":"source"}}"#,
+            r#"{"type":"hello-ack","migration":{"side":"target"}}"#,
+            r#"{"type":"abort","migrationId":"m"}"#,
+            r#"{"type":"hello-ack"} x"#,
+        ];
+        for text in bad {
+            assert!(parse_worker_frame(text).is_err(), "accepted {text:?}");
+        }
+    }
+
+    #[test]
+    fn last_duplicate_key_wins_and_unknown_keys_are_ignored() {
+        let text = r#"{"type":"get-state","migrationId":"a","extra":1e999,"migrationId":"b"}"#;
+        assert_eq!(
+            parse_worker_frame(text),
+            Ok(WorkerFrame::GetState {
+                migration_id: "b".into()
+            })
+        );
+        let escaped = r#"{"\u0074ype":"get-state","migrationId":"a"}"#;
+        assert!(parse_worker_frame(escaped).is_ok());
+    }
+
+    #[test]
+    fn job_frames_are_written_as_the_javascript_client_writes_them() {
+        let cases = [
+            (
+                JobFrame::Hello {
+                    token: "t\"".into(),
+                },
+                r#"{"type":"hello","token":"t\""}"#,
+            ),
+            (
+                JobFrame::State {
+                    payload: r#"{"a":1}"#.into(),
+                },
+                r#"{"type":"state","payload":{"a":1}}"#,
+            ),
+            (
+                JobFrame::StateRefused {
+                    reason: "no".into(),
+                },
+                r#"{"type":"state-refused","reason":"no"}"#,
+            ),
+            (
+                JobFrame::TargetApplied(AppliedSummary::default()),
+                r#"{"type":"target-applied"}"#,
+            ),
+            (
+                JobFrame::TargetApplied(AppliedSummary {
+                    applied: Some(vec!["a".into()]),
+                    failed: Some(vec![FailedPart {
+                        id: "b".into(),
+                        reason: "r".into(),
+                    }]),
+                    skew_ms: Some(3.0),
+                }),
+                r#"{"type":"target-applied","applied":["a"],"failed":[{"id":"b","reason":"r"}],"skewMs":3}"#,
+            ),
+            (
+                JobFrame::Abort { reason: "x".into() },
+                r#"{"type":"abort","reason":"x"}"#,
+            ),
+        ];
+        for (frame, want) in cases {
+            assert_eq!(frame.to_text(), want);
+            assert_eq!(parse_job_frame(want), Ok(frame));
+        }
+        assert_eq!(js_number(1.5), "1.5");
+    }
+}

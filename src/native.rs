@@ -1,0 +1,323 @@
+//! The native transport: a tokio-tungstenite socket per client, driven on one runtime thread
+//! shared by every client in the process, so the socket lives on while the product's JavaScript
+//! thread is busy. The protocol core sits behind a mutex: the runtime thread feeds it socket
+//! events, the JavaScript thread feeds it the product's calls, and both route what it asks for
+//! through one ordered control queue to the connection task.
+
+use crate::frames::MAX_FRAME_BYTES;
+use crate::protocol::{Action, Outbound, Protocol};
+use futures_util::{SinkExt, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// How long a closing client waits for the worker to answer its close frame.
+const CLOSE_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Work the connection task does on behalf of the core, in the order the core asked for it.
+#[derive(Debug)]
+enum Control {
+    Open,
+    /// A frame for the connection of this generation; a later connection never sends it.
+    Send(Outbound, u64),
+    Close(Option<u16>, Option<&'static str>),
+    StartTimer(f64),
+    CancelTimer,
+    /// Look at the core again: it may have finished.
+    Wake,
+}
+
+/// What the JavaScript side must do: log lines and handler calls, in order.
+pub trait JsSink: Send + 'static {
+    fn deliver(&self, actions: Vec<Action>);
+}
+
+struct State<S> {
+    core: Protocol,
+    /// Counts connections, so frames queued for a dead one are recognised.
+    generation: u64,
+    control: mpsc::UnboundedSender<Control>,
+    /// Released when the task ends, so an idle process can exit.
+    js: Option<S>,
+}
+
+pub struct NativeClient<S: JsSink> {
+    state: Arc<Mutex<State<S>>>,
+}
+
+impl<S: JsSink> NativeClient<S> {
+    /// Starts connecting at once on the shared runtime thread.
+    pub fn start(core: Protocol, url: String, js: S) -> Result<Self, String> {
+        let handle = runtime()?;
+        let (control, rx) = mpsc::unbounded_channel();
+        let state = Arc::new(Mutex::new(State {
+            core,
+            generation: 0,
+            control,
+            js: Some(js),
+        }));
+        let client = NativeClient {
+            state: state.clone(),
+        };
+        client.with_core(|core| core.start());
+        handle.spawn(drive(state, rx, url));
+        Ok(client)
+    }
+
+    /// Runs `f` on the core and routes the actions it queued: socket work to the connection
+    /// task, the rest back to the caller (the JavaScript thread, which carries it out at once).
+    pub fn with_core<R>(&self, f: impl FnOnce(&mut Protocol) -> R) -> (R, Vec<Action>) {
+        let mut state = lock(&self.state);
+        let result = f(&mut state.core);
+        let js = route(&mut state);
+        (result, js)
+    }
+
+    /// Reads the core without changing it.
+    pub fn read<R>(&self, f: impl FnOnce(&Protocol) -> R) -> R {
+        f(&lock(&self.state).core)
+    }
+
+    /// After `close()`: make the task notice even if it has nothing else to do.
+    pub fn wake(&self) {
+        let _ = lock(&self.state).control.send(Control::Wake);
+    }
+}
+
+fn lock<S>(state: &Mutex<State<S>>) -> MutexGuard<'_, State<S>> {
+    // A panic while holding the lock cannot leave the core half-updated in a way that matters
+    // more than stopping would; keep going with its state.
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Moves the core's queued actions out: socket work onto the control queue, JavaScript work
+/// into the returned list.
+fn route<S>(state: &mut State<S>) -> Vec<Action> {
+    let mut js = Vec::new();
+    let generation = state.generation;
+    while let Some(action) = state.core.poll_action() {
+        let control = match action {
+            Action::Open => Control::Open,
+            Action::Send(out) => Control::Send(out, generation),
+            Action::Close { code, reason } => Control::Close(code, reason),
+            Action::StartTimer { delay_ms } => Control::StartTimer(delay_ms),
+            Action::CancelTimer => Control::CancelTimer,
+            other @ (Action::Call(_) | Action::Log(_)) => {
+                js.push(other);
+                continue;
+            }
+        };
+        // The receiver lives as long as the task; after it ends there is nothing to do.
+        let _ = state.control.send(control);
+    }
+    js
+}
+
+/// Feeds the core from the runtime thread and hands the JavaScript work to the sink.
+fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) {
+    let mut state = lock(state);
+    f(&mut state.core);
+    let js = route(&mut state);
+    if !js.is_empty() {
+        if let Some(sink) = &state.js {
+            sink.deliver(js);
+        }
+    }
+}
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+fn socket_config() -> WebSocketConfig {
+    // Inbound frames over the cap are refused from their header, never buffered.
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+}
+
+async fn connect(url: String) -> Result<Socket, String> {
+    match tokio_tungstenite::connect_async_with_config(url, Some(socket_config()), true).await {
+        Ok((socket, _response)) => Ok(socket),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+type Connecting = Pin<Box<dyn Future<Output = Result<Socket, String>> + Send>>;
+
+/// The connection task: one per client, for its whole life.
+async fn drive<S: JsSink>(
+    state: Arc<Mutex<State<S>>>,
+    mut control: mpsc::UnboundedReceiver<Control>,
+    url: String,
+) {
+    let mut socket: Option<Socket> = None;
+    let mut connecting: Option<Connecting> = None;
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    let mut generation = 0u64;
+
+    loop {
+        tokio::select! {
+            ctl = control.recv() => {
+                let Some(ctl) = ctl else { break };
+                match ctl {
+                    Control::Open => {
+                        socket = None;
+                        connecting = Some(Box::pin(connect(url.clone())));
+                    }
+                    Control::Send(out, for_generation) => {
+                        let live = socket.as_mut().filter(|_| for_generation == generation);
+                        let result = match live {
+                            Some(ws) => ws
+                                .send(Message::text(out.text.clone()))
+                                .await
+                                .map_err(|e| e.to_string()),
+                            None => Err("the connection it was meant for has ended".to_owned()),
+                        };
+                        if let Err(error) = result {
+                            end_connection(&state, &mut socket, &mut generation);
+                            feed(&state, |core| core.on_send_failed(out, &error));
+                        }
+                    }
+                    Control::Close(code, reason) => {
+                        connecting = None;
+                        if let Some(mut ws) = socket.take() {
+                            close_socket(&mut ws, code, reason).await;
+                        }
+                        end_connection(&state, &mut socket, &mut generation);
+                    }
+                    Control::StartTimer(delay_ms) => {
+                        timer = Some(Box::pin(tokio::time::sleep(delay(delay_ms))));
+                    }
+                    Control::CancelTimer => timer = None,
+                    Control::Wake => {}
+                }
+            }
+            result = until_connected(&mut connecting) => {
+                connecting = None;
+                match result {
+                    Ok(ws) => {
+                        socket = Some(ws);
+                        feed(&state, |core| core.on_open());
+                    }
+                    Err(error) => feed(&state, |core| core.on_open_failed(&error)),
+                }
+            }
+            msg = next_message(&mut socket) => match msg {
+                Some(Ok(Message::Text(text))) => feed(&state, |core| core.on_frame(text.as_str())),
+                Some(Ok(Message::Binary(bytes))) => {
+                    // D12: a binary frame is text in UTF-8, as Buffer's toString reads it.
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    feed(&state, |core| core.on_frame(&text));
+                }
+                Some(Ok(Message::Close(frame))) => {
+                    // tungstenite queued the close reply; flush it so the worker sees a clean
+                    // close rather than 1006.
+                    if let Some(ws) = socket.as_mut() {
+                        let _ = ws.flush().await;
+                    }
+                    let (code, reason) = match frame {
+                        Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
+                        None => (1005, String::new()),
+                    };
+                    end_connection(&state, &mut socket, &mut generation);
+                    feed(&state, |core| core.on_closed(code, &reason));
+                }
+                // Pings are answered by tungstenite itself.
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => {
+                    end_connection(&state, &mut socket, &mut generation);
+                    feed(&state, |core| core.on_error());
+                }
+            },
+            () = until_fired(&mut timer) => {
+                timer = None;
+                feed(&state, |core| core.on_timer());
+            }
+        }
+
+        if socket.is_none() && connecting.is_none() && lock(&state).core.is_finished() {
+            break;
+        }
+    }
+    // Nothing more will reach JavaScript: let the process exit if it has nothing else to do.
+    lock(&state).js = None;
+}
+
+async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Socket, String> {
+    match connecting {
+        Some(attempt) => attempt.await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_message(
+    socket: &mut Option<Socket>,
+) -> Option<Result<Message, tokio_tungstenite::tungstenite::Error>> {
+    match socket {
+        Some(ws) => ws.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn until_fired(timer: &mut Option<Pin<Box<tokio::time::Sleep>>>) {
+    match timer {
+        Some(sleep) => sleep.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Marks the current connection as gone, so frames queued for it are recognised as unsent.
+fn end_connection<S>(state: &Mutex<State<S>>, socket: &mut Option<Socket>, generation: &mut u64) {
+    *socket = None;
+    *generation += 1;
+    lock(state).generation = *generation;
+}
+
+async fn close_socket(ws: &mut Socket, code: Option<u16>, reason: Option<&'static str>) {
+    let frame = code.map(|code| CloseFrame {
+        code: CloseCode::from(code),
+        reason: reason.unwrap_or("").into(),
+    });
+    let _ = ws.close(frame).await;
+    // Wait (bounded) for the worker's reply, so it sees the code we sent.
+    let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, async {
+        while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+}
+
+fn delay(ms: f64) -> Duration {
+    // setTimeout's reading: anything not a positive finite number is (about) now.
+    if ms.is_finite() && ms > 0.0 {
+        Duration::from_secs_f64(ms / 1000.0)
+    } else {
+        Duration::from_millis(1)
+    }
+}
+
+/// The one runtime thread every native client in the process shares, started with the first.
+fn runtime() -> Result<tokio::runtime::Handle, String> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Handle, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the migration runtime: {e}"))?;
+            let handle = rt.handle().clone();
+            std::thread::Builder::new()
+                .name("ctl-migration".into())
+                .spawn(move || rt.block_on(std::future::pending::<()>()))
+                .map_err(|e| format!("cannot start the migration thread: {e}"))?;
+            Ok(handle)
+        })
+        .clone()
+}

@@ -1,0 +1,751 @@
+//! The protocol rules of the job side of the job socket, as a state machine with no I/O, no clock
+//! and no JavaScript. A transport feeds it what happened (a socket opened, a frame arrived, a
+//! handler settled, the product called a method, a timer fired) and carries out the actions it
+//! queues (open a socket, send, close, start a timer, call a handler, log a line).
+//!
+//! Every rule here matches the JavaScript client `@norskvideo/ctl-sdk/migration` except where the
+//! README's "Differences from the JavaScript client" says otherwise (D1–D12 below).
+
+use crate::frames::{parse_worker_frame, AppliedSummary, JobFrame, WorkerFrame, MAX_FRAME_BYTES};
+use std::collections::VecDeque;
+
+/// Close code the worker uses after a newer connection for the same instance replaced this one.
+pub const CLOSE_REPLACED: u16 = 4409;
+/// Close code the worker uses for a missing or wrong token, or a path naming no instance.
+pub const CLOSE_UNAUTHORIZED: u16 = 4401;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The worker's URL; only ever logged (the token travels in the hello, never in the URL).
+    pub url: String,
+    pub token: String,
+    /// How the product is named in a refusal the client makes for it.
+    pub name: String,
+    pub reconnect_min_ms: f64,
+    pub reconnect_max_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Source,
+    Target,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Source => "source",
+            Role::Target => "target",
+        }
+    }
+}
+
+/// A handler the transport is asked to call on the product's handlers object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    GetState {
+        migration_id: String,
+    },
+    InitialState {
+        payload: String,
+        migration_id: String,
+    },
+    CutoverReady {
+        payload: String,
+        migration_id: String,
+    },
+    CutoverApply {
+        payload: String,
+        migration_id: String,
+    },
+    Abort {
+        reason: String,
+        migration_id: String,
+    },
+    /// D1: after every hello-ack.
+    Connected {
+        role: Role,
+        migration_id: Option<String>,
+    },
+}
+
+/// Which handler a [`Call`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerKind {
+    GetState,
+    InitialState,
+    CutoverReady,
+    CutoverApply,
+    Abort,
+    Connected,
+}
+
+impl HandlerKind {
+    /// The worker frame that leads to the call.
+    pub fn frame_type(self) -> &'static str {
+        match self {
+            HandlerKind::GetState => "get-state",
+            HandlerKind::InitialState => "initial-state",
+            HandlerKind::CutoverReady => "cutover-ready",
+            HandlerKind::CutoverApply => "cutover-apply",
+            HandlerKind::Abort => "abort",
+            HandlerKind::Connected => "hello-ack",
+        }
+    }
+}
+
+/// A frame on its way out, with what it is so a failed send can be put right.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outbound {
+    pub type_name: &'static str,
+    pub text: String,
+    /// A report (`target-ready`, `source-stopped-output`, `target-applied`, `abort`) is held
+    /// while disconnected; a hello or a propose answer never is.
+    pub is_report: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Create a socket to the worker now.
+    Open,
+    Send(Outbound),
+    /// Close the current socket; no code and reason means the transport's plain `close()`.
+    Close {
+        code: Option<u16>,
+        reason: Option<&'static str>,
+    },
+    /// Arm the reconnect timer; the transport calls [`Protocol::on_timer`] when it fires.
+    StartTimer {
+        delay_ms: f64,
+    },
+    CancelTimer,
+    Call(Call),
+    Log(String),
+}
+
+/// How the product's `onGetState` ended, as the transport saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateOutcome {
+    /// No `onGetState` on the handlers object.
+    Missing,
+    /// It returned (or resolved to) this JSON text.
+    Value(String),
+    /// It returned a value `JSON.stringify` refused (D3); the text says why.
+    NotJson(String),
+    /// It returned a `stateRefusal(reason)`.
+    Refused(String),
+    /// It threw; `None` when the thrown value could not be printed (D3).
+    Threw(Option<String>),
+}
+
+/// How any other handler ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerOutcome {
+    /// Not registered. Only `onInitialState` being absent is worth a log line.
+    Missing,
+    Done,
+    Threw(String),
+}
+
+/// A report method's argument could not be sent: the frame is over the size cap (D7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge {
+    pub bytes: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Socket {
+    /// No socket: before the first open, between attempts, after close.
+    None,
+    /// A socket exists; `acked` once the worker's hello-ack arrived on it.
+    Live { acked: bool },
+}
+
+#[derive(Debug, Clone)]
+struct StateRequest {
+    migration_id: String,
+    answered: bool,
+}
+
+#[derive(Debug)]
+pub struct Protocol {
+    cfg: Config,
+    socket: Socket,
+    role: Role,
+    migration_id: Option<String>,
+    /// `close()` was called: nothing more is sent, held or reconnected.
+    closed: bool,
+    /// D5: replaced by a newer connection (4409); never reconnect.
+    replaced: bool,
+    attempt: u32,
+    timer_armed: bool,
+    /// The latest report made while disconnected.
+    held: Option<Outbound>,
+    state_request: Option<StateRequest>,
+    actions: VecDeque<Action>,
+}
+
+impl Protocol {
+    pub fn new(cfg: Config) -> Self {
+        Protocol {
+            cfg,
+            socket: Socket::None,
+            role: Role::Source,
+            migration_id: None,
+            closed: false,
+            replaced: false,
+            attempt: 0,
+            timer_armed: false,
+            held: None,
+            state_request: None,
+            actions: VecDeque::new(),
+        }
+    }
+
+    // ── what the transport reads ─────────────────────────────────────────
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn migration_id(&self) -> Option<&str> {
+        self.migration_id.as_deref()
+    }
+
+    /// True while a socket is open and hello-acked.
+    pub fn connected(&self) -> bool {
+        matches!(self.socket, Socket::Live { acked: true })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// No socket will ever be opened again.
+    pub fn is_finished(&self) -> bool {
+        self.closed || self.replaced
+    }
+
+    pub fn has_held_report(&self) -> bool {
+        self.held.is_some()
+    }
+
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    pub fn drain_actions(&mut self) -> impl Iterator<Item = Action> + '_ {
+        self.actions.drain(..)
+    }
+
+    // ── transport events ─────────────────────────────────────────────────
+
+    /// The client was created: connect.
+    pub fn start(&mut self) {
+        if !self.is_finished() {
+            self.open();
+        }
+    }
+
+    /// The reconnect timer fired.
+    pub fn on_timer(&mut self) {
+        self.timer_armed = false;
+        if !self.is_finished() {
+            self.open();
+        }
+    }
+
+    /// Creating the socket failed outright (a constructor threw, a connect was refused).
+    pub fn on_open_failed(&mut self, error: &str) {
+        if !matches!(self.socket, Socket::Live { .. }) || self.closed {
+            return;
+        }
+        self.socket = Socket::None;
+        self.state_request = None;
+        self.log(format!("connect to {} failed: {error}", self.cfg.url));
+        self.schedule_reconnect(None);
+    }
+
+    pub fn on_open(&mut self) {
+        if !matches!(self.socket, Socket::Live { .. }) {
+            return;
+        }
+        let hello = JobFrame::Hello {
+            token: self.cfg.token.clone(),
+        };
+        self.send(outbound(&hello));
+    }
+
+    pub fn on_frame(&mut self, text: &str) {
+        let Socket::Live { acked } = self.socket else {
+            return;
+        };
+        let frame = match parse_worker_frame(text) {
+            Ok(frame) => frame,
+            Err(reason) => {
+                self.log(format!("ignoring frame from the worker: {reason}"));
+                return;
+            }
+        };
+        if !acked {
+            match frame {
+                WorkerFrame::HelloAck { migration } => self.on_acked(migration),
+                other => self.log(format!(
+                    "expected hello-ack, got '{}'; ignoring",
+                    other.type_name()
+                )),
+            }
+            return;
+        }
+        match frame {
+            WorkerFrame::HelloAck { .. } => {}
+            WorkerFrame::GetState { migration_id } => self.on_get_state(migration_id),
+            WorkerFrame::InitialState {
+                migration_id,
+                payload,
+            } => {
+                self.migration_id = Some(migration_id.clone());
+                self.call(Call::InitialState {
+                    payload,
+                    migration_id,
+                });
+            }
+            WorkerFrame::CutoverReady {
+                migration_id,
+                payload,
+            } => {
+                self.migration_id = Some(migration_id.clone());
+                self.call(Call::CutoverReady {
+                    payload,
+                    migration_id,
+                });
+            }
+            WorkerFrame::CutoverApply {
+                migration_id,
+                payload,
+            } => {
+                self.migration_id = Some(migration_id.clone());
+                self.call(Call::CutoverApply {
+                    payload,
+                    migration_id,
+                });
+            }
+            WorkerFrame::Abort {
+                migration_id,
+                reason,
+            } => {
+                // An abort ends an unanswered propose too: an answer after it would meet a
+                // worker with nothing in flight (4400).
+                if self
+                    .state_request
+                    .as_ref()
+                    .is_some_and(|r| r.migration_id == migration_id)
+                {
+                    self.state_request = None;
+                }
+                self.call(Call::Abort {
+                    reason,
+                    migration_id,
+                });
+            }
+        }
+    }
+
+    /// The socket closed (with the close frame's code and reason, 1005/1006 when there was none).
+    pub fn on_closed(&mut self, code: u16, reason: &str) {
+        if !self.end_socket() {
+            return;
+        }
+        let suffix = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(" {reason}")
+        };
+        self.log(format!("socket closed ({code}{suffix})"));
+        match code {
+            CLOSE_REPLACED => {
+                // D5: a newer connection for this instance exists; reconnecting would only
+                // replace it in turn.
+                self.replaced = true;
+                self.log(
+                    "replaced by a newer connection for this instance (4409); not reconnecting"
+                        .to_owned(),
+                );
+            }
+            CLOSE_UNAUTHORIZED => {
+                let delay = self.cfg.reconnect_max_ms;
+                self.log(format!(
+                    "the worker refused the token or the instance (4401); retrying in {} ms",
+                    display_ms(delay)
+                ));
+                self.schedule_reconnect(Some(delay));
+            }
+            _ => self.schedule_reconnect(None),
+        }
+    }
+
+    /// The socket failed. Its end, whether or not a close event follows (undici on Node 22
+    /// fires only `error` when a connection fails).
+    pub fn on_error(&mut self) {
+        if !self.end_socket() {
+            return;
+        }
+        self.log("socket error; will reconnect".to_owned());
+        self.actions.push_back(Action::Close {
+            code: None,
+            reason: None,
+        });
+        self.schedule_reconnect(None);
+    }
+
+    /// D11: a send that failed is a broken connection. A report is kept as the held one unless
+    /// a newer report is already held.
+    pub fn on_send_failed(&mut self, frame: Outbound, error: &str) {
+        self.log(format!("send of '{}' failed: {error}", frame.type_name));
+        if self.closed {
+            return;
+        }
+        if frame.is_report && self.held.is_none() {
+            self.held = Some(frame);
+        }
+        if self.end_socket() {
+            self.actions.push_back(Action::Close {
+                code: None,
+                reason: None,
+            });
+            self.schedule_reconnect(None);
+        }
+    }
+
+    // ── handler results ──────────────────────────────────────────────────
+
+    /// `onGetState` for `migration_id` ended.
+    pub fn on_state_settled(&mut self, migration_id: &str, outcome: StateOutcome) {
+        match outcome {
+            StateOutcome::Missing => {
+                let reason = format!(
+                    "{} registered no onGetState handler (connectMigration without onGetState); it cannot hand over",
+                    self.cfg.name
+                );
+                self.log(format!("get-state for {migration_id}: {reason}; refusing"));
+                self.answer_state(refusal(reason));
+            }
+            StateOutcome::Threw(text) => {
+                let reason = match text {
+                    Some(text) => {
+                        self.log(format!(
+                            "onGetState for {migration_id} threw: {text}; refusing"
+                        ));
+                        format!("onGetState threw: {text}")
+                    }
+                    None => {
+                        let reason = "onGetState threw a value that cannot be printed".to_owned();
+                        self.log(format!("{reason} (get-state for {migration_id}); refusing"));
+                        reason
+                    }
+                };
+                self.answer_state(refusal(reason));
+            }
+            answer => {
+                // A handler that was superseded, or that answered from inside, is done.
+                match &self.state_request {
+                    Some(req) if req.migration_id == migration_id && !req.answered => {}
+                    _ => return,
+                }
+                let out = match answer {
+                    StateOutcome::Refused(reason) => refusal(reason),
+                    StateOutcome::NotJson(why) => {
+                        let reason = format!("onGetState returned a state that is not JSON: {why}");
+                        self.log(format!("get-state for {migration_id}: {reason}; refusing"));
+                        refusal(reason)
+                    }
+                    StateOutcome::Value(payload) => match sized(&JobFrame::State { payload }) {
+                        Ok(out) => out,
+                        Err(TooLarge { bytes }) => {
+                            let reason = format!(
+                                "onGetState returned a state of {bytes} bytes, over the {MAX_FRAME_BYTES}-byte frame limit"
+                            );
+                            self.log(format!("get-state for {migration_id}: {reason}; refusing"));
+                            refusal(reason)
+                        }
+                    },
+                    StateOutcome::Missing | StateOutcome::Threw(_) => return,
+                };
+                self.answer_state(out);
+            }
+        }
+    }
+
+    /// Any handler but `onGetState` ended.
+    pub fn on_handler_settled(
+        &mut self,
+        handler: HandlerKind,
+        migration_id: &str,
+        outcome: HandlerOutcome,
+    ) {
+        match (handler, outcome) {
+            (HandlerKind::InitialState, HandlerOutcome::Missing) => {
+                self.log(format!(
+                    "initial-state for {migration_id} arrived but no onInitialState handler is registered; the source's state is dropped"
+                ));
+            }
+            (_, HandlerOutcome::Threw(text)) => {
+                self.log(format!(
+                    "handler for '{}' threw: {text}",
+                    handler.frame_type()
+                ));
+            }
+            // D8: a source leaves the migration the abort names, and only that one.
+            (HandlerKind::Abort, _)
+                if self.role == Role::Source
+                    && self.migration_id.as_deref() == Some(migration_id) =>
+            {
+                self.migration_id = None;
+            }
+            _ => {}
+        }
+    }
+
+    // ── the product's calls ──────────────────────────────────────────────
+
+    /// `reportState(payload)`: the product answers the propose itself.
+    pub fn report_state(&mut self, payload: String) -> Result<(), TooLarge> {
+        self.answer_state(sized(&JobFrame::State { payload })?);
+        Ok(())
+    }
+
+    /// `refuseState(reason)`.
+    pub fn refuse_state(&mut self, reason: String) -> Result<(), TooLarge> {
+        self.answer_state(sized(&JobFrame::StateRefused { reason })?);
+        Ok(())
+    }
+
+    pub fn report_ready(&mut self, payload: String) -> Result<(), TooLarge> {
+        self.report(JobFrame::TargetReady { payload })
+    }
+
+    pub fn report_stopped_output(&mut self, payload: String) -> Result<(), TooLarge> {
+        self.report(JobFrame::SourceStoppedOutput { payload })
+    }
+
+    pub fn report_applied(&mut self, summary: AppliedSummary) -> Result<(), TooLarge> {
+        self.report(JobFrame::TargetApplied(summary))
+    }
+
+    pub fn abort(&mut self, reason: String) -> Result<(), TooLarge> {
+        self.report(JobFrame::Abort { reason })
+    }
+
+    /// `close()`: stop reconnecting and close.
+    pub fn close(&mut self) {
+        self.closed = true;
+        self.held = None;
+        if self.timer_armed {
+            self.timer_armed = false;
+            self.actions.push_back(Action::CancelTimer);
+        }
+        if matches!(self.socket, Socket::Live { .. }) {
+            self.socket = Socket::None;
+            self.actions.push_back(Action::Close {
+                code: Some(1000),
+                reason: Some("job closing"),
+            });
+        }
+    }
+
+    // ── rules ────────────────────────────────────────────────────────────
+
+    fn open(&mut self) {
+        self.socket = Socket::Live { acked: false };
+        self.actions.push_back(Action::Open);
+    }
+
+    fn on_acked(&mut self, migration: Option<String>) {
+        self.attempt = 0;
+        self.socket = Socket::Live { acked: true };
+        match migration {
+            Some(id) => {
+                self.role = Role::Target;
+                self.migration_id = Some(id);
+            }
+            None => {
+                // D8: an instance that is no longer a target has no migration either.
+                if self.role == Role::Target {
+                    self.migration_id = None;
+                }
+                self.role = Role::Source;
+            }
+        }
+        let suffix = match &self.migration_id {
+            Some(id) => format!(" (migration {id})"),
+            None => String::new(),
+        };
+        self.log(format!("connected as {}{suffix}", self.role.as_str()));
+        if let Some(held) = self.held.take() {
+            self.send(held);
+        }
+        self.call(Call::Connected {
+            role: self.role,
+            migration_id: self.migration_id.clone(),
+        });
+    }
+
+    fn on_get_state(&mut self, migration_id: String) {
+        if let Some(req) = &self.state_request {
+            if !req.answered {
+                // The worker never asks twice at once; if it does, the newer ask is the one it
+                // is waiting on.
+                self.log(format!(
+                    "get-state for {migration_id} while {} is unanswered; superseded",
+                    req.migration_id
+                ));
+            }
+        }
+        self.state_request = Some(StateRequest {
+            migration_id: migration_id.clone(),
+            answered: false,
+        });
+        self.migration_id = Some(migration_id.clone());
+        self.call(Call::GetState { migration_id });
+    }
+
+    /// The one answer to the get-state in flight. The worker closes 4400 on an answer with none
+    /// in flight, so such an answer is dropped here. Never held: a drop mid-propose is the
+    /// source aborting, and the worker asks again next time.
+    fn answer_state(&mut self, out: Outbound) {
+        if self.closed {
+            return;
+        }
+        let type_name = out.type_name;
+        let Some(req) = self.state_request.as_mut() else {
+            self.log(format!(
+                "'{type_name}' with no get-state in flight; dropped"
+            ));
+            return;
+        };
+        if req.answered {
+            let id = req.migration_id.clone();
+            self.log(format!(
+                "'{type_name}' after get-state for {id} was already answered; dropped"
+            ));
+            return;
+        }
+        req.answered = true;
+        let req_id = req.migration_id.clone();
+        if type_name == "state-refused" && self.migration_id.as_deref() == Some(req_id.as_str()) {
+            // A source that refused is not in the migration; it may be asked again.
+            self.migration_id = None;
+        }
+        if !self.connected() {
+            self.log(format!(
+                "'{type_name}' for {req_id} while disconnected; dropped — the worker will ask again"
+            ));
+            return;
+        }
+        self.send(out);
+    }
+
+    fn report(&mut self, frame: JobFrame) -> Result<(), TooLarge> {
+        let out = sized(&frame)?;
+        if self.closed {
+            return Ok(());
+        }
+        if self.connected() {
+            self.send(out);
+        } else {
+            // The latest report wins: a position reported twice is the newer position.
+            self.held = Some(out);
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, out: Outbound) {
+        self.actions.push_back(Action::Send(out));
+    }
+
+    fn call(&mut self, call: Call) {
+        self.actions.push_back(Action::Call(call));
+    }
+
+    fn log(&mut self, line: String) {
+        self.actions.push_back(Action::Log(line));
+    }
+
+    /// Forgets the current socket; false when there was none (a stale or repeated event).
+    fn end_socket(&mut self) -> bool {
+        if !matches!(self.socket, Socket::Live { .. }) {
+            return false;
+        }
+        self.socket = Socket::None;
+        // A drop mid-propose is the source aborting; the worker asks afresh.
+        self.state_request = None;
+        !self.closed
+    }
+
+    fn schedule_reconnect(&mut self, fixed_delay_ms: Option<f64>) {
+        if self.is_finished() || self.timer_armed {
+            return;
+        }
+        let backoff = self.cfg.reconnect_min_ms * 2f64.powi(self.attempt as i32);
+        let delay_ms = fixed_delay_ms.unwrap_or_else(|| self.cfg.reconnect_max_ms.min(backoff));
+        self.attempt = (self.attempt + 1).min(30);
+        self.timer_armed = true;
+        self.actions.push_back(Action::StartTimer { delay_ms });
+    }
+}
+
+fn outbound(frame: &JobFrame) -> Outbound {
+    encode(frame, frame.to_text())
+}
+
+/// A `state-refused` the client makes itself. Its reason is cut to fit the frame cap: the
+/// propose must be answered whatever the reason's length.
+fn refusal(mut reason: String) -> Outbound {
+    loop {
+        let out = outbound(&JobFrame::StateRefused {
+            reason: reason.clone(),
+        });
+        if out.text.len() <= MAX_FRAME_BYTES {
+            return out;
+        }
+        let mut cut = reason
+            .len()
+            .saturating_sub(out.text.len() - MAX_FRAME_BYTES + 3);
+        while !reason.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        reason.truncate(cut);
+        reason.push('…');
+    }
+}
+
+/// A frame for the wire, refused when over the cap (D7).
+fn sized(frame: &JobFrame) -> Result<Outbound, TooLarge> {
+    let text = frame.to_text();
+    if text.len() > MAX_FRAME_BYTES {
+        return Err(TooLarge { bytes: text.len() });
+    }
+    Ok(encode(frame, text))
+}
+
+fn encode(frame: &JobFrame, text: String) -> Outbound {
+    Outbound {
+        type_name: frame.type_name(),
+        text,
+        is_report: matches!(
+            frame,
+            JobFrame::TargetReady { .. }
+                | JobFrame::SourceStoppedOutput { .. }
+                | JobFrame::TargetApplied(_)
+                | JobFrame::Abort { .. }
+        ),
+    }
+}
+
+fn display_ms(ms: f64) -> String {
+    if ms.fract() == 0.0 {
+        format!("{}", ms as i64)
+    } else {
+        format!("{ms}")
+    }
+}
