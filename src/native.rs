@@ -303,8 +303,9 @@ fn delay(ms: f64) -> Duration {
     }
 }
 
-/// The one runtime thread every native client in the process shares, started with the first.
-fn runtime() -> Result<tokio::runtime::Handle, String> {
+/// The one runtime thread every native client (and the worker simulator) in the process shares,
+/// started with the first.
+pub fn runtime() -> Result<tokio::runtime::Handle, String> {
     static RUNTIME: OnceLock<Result<tokio::runtime::Handle, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
