@@ -749,3 +749,398 @@ fn display_ms(ms: f64) -> String {
         format!("{ms}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn core() -> Protocol {
+        Protocol::new(Config {
+            url: "ws://worker/instances/j/r".into(),
+            token: "tok".into(),
+            name: "demo".into(),
+            reconnect_min_ms: 1000.0,
+            reconnect_max_ms: 30000.0,
+        })
+    }
+
+    fn take(p: &mut Protocol) -> Vec<Action> {
+        p.drain_actions().collect()
+    }
+
+    fn sent(actions: &[Action]) -> Vec<String> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send(out) => Some(out.text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn calls(actions: &[Action]) -> Vec<Call> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Call(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn logs(actions: &[Action]) -> Vec<String> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Log(l) => Some(l.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn timers(actions: &[Action]) -> Vec<f64> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::StartTimer { delay_ms } => Some(*delay_ms),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A core that opened a socket and got its hello-ack (as a target when `migration`).
+    fn connected(migration: Option<&str>) -> Protocol {
+        let mut p = core();
+        p.start();
+        p.on_open();
+        let ack = match migration {
+            Some(id) => {
+                format!(r#"{{"type":"hello-ack","migration":{{"id":"{id}","side":"target"}}}}"#)
+            }
+            None => r#"{"type":"hello-ack"}"#.to_owned(),
+        };
+        p.on_frame(&ack);
+        take(&mut p);
+        p
+    }
+
+    #[test]
+    fn opens_then_sends_hello_and_ignores_frames_before_the_ack() {
+        let mut p = core();
+        p.start();
+        assert_eq!(take(&mut p), vec![Action::Open]);
+        p.on_open();
+        assert_eq!(
+            sent(&take(&mut p)),
+            vec![r#"{"type":"hello","token":"tok"}"#]
+        );
+        p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#);
+        let actions = take(&mut p);
+        assert!(calls(&actions).is_empty());
+        assert_eq!(
+            logs(&actions),
+            vec!["expected hello-ack, got 'get-state'; ignoring"]
+        );
+        assert!(!p.connected());
+    }
+
+    #[test]
+    fn the_ack_sets_role_and_migration() {
+        let cases = [
+            (None, Role::Source, None),
+            (Some("m7"), Role::Target, Some("m7")),
+        ];
+        for (migration, role, id) in cases {
+            let p = connected(migration);
+            assert!(p.connected());
+            assert_eq!(p.role(), role);
+            assert_eq!(p.migration_id(), id);
+        }
+    }
+
+    #[test]
+    fn every_propose_is_answered_exactly_once() {
+        let value =
+            |p: &mut Protocol| p.on_state_settled("m", StateOutcome::Value("{\"a\":1}".into()));
+        let cases: Vec<(StateOutcome, &str)> = vec![
+            (
+                StateOutcome::Value("null".into()),
+                r#"{"type":"state","payload":null}"#,
+            ),
+            (
+                StateOutcome::Refused("busy".into()),
+                r#"{"type":"state-refused","reason":"busy"}"#,
+            ),
+            (
+                StateOutcome::Threw(Some("Error: x".into())),
+                r#"{"type":"state-refused","reason":"onGetState threw: Error: x"}"#,
+            ),
+            (
+                StateOutcome::Threw(None),
+                r#"{"type":"state-refused","reason":"onGetState threw a value that cannot be printed"}"#,
+            ),
+            (
+                StateOutcome::Missing,
+                r#"{"type":"state-refused","reason":"demo registered no onGetState handler (connectMigration without onGetState); it cannot hand over"}"#,
+            ),
+            (
+                StateOutcome::NotJson("TypeError: BigInt".into()),
+                r#"{"type":"state-refused","reason":"onGetState returned a state that is not JSON: TypeError: BigInt"}"#,
+            ),
+        ];
+        for (outcome, want) in cases {
+            let mut p = connected(None);
+            p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#);
+            assert_eq!(
+                calls(&take(&mut p)),
+                vec![Call::GetState {
+                    migration_id: "m".into()
+                }]
+            );
+            p.on_state_settled("m", outcome);
+            assert_eq!(sent(&take(&mut p)), vec![want]);
+            // A second answer is dropped with a log line.
+            value(&mut p);
+            let late = take(&mut p);
+            assert!(sent(&late).is_empty());
+            p.report_state("1".into()).ok();
+            let actions = take(&mut p);
+            assert!(sent(&actions).is_empty());
+            assert_eq!(
+                logs(&actions),
+                vec!["'state' after get-state for m was already answered; dropped"]
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_from_inside_the_handler_wins_over_its_return_value() {
+        let mut p = connected(None);
+        p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#);
+        take(&mut p);
+        p.refuse_state("not now".into()).ok();
+        assert_eq!(
+            sent(&take(&mut p)),
+            vec![r#"{"type":"state-refused","reason":"not now"}"#]
+        );
+        p.on_state_settled("m", StateOutcome::Value("{}".into()));
+        assert!(take(&mut p).is_empty());
+        assert_eq!(
+            p.migration_id(),
+            None,
+            "a refusing source leaves the migration"
+        );
+    }
+
+    #[test]
+    fn answers_out_of_window_are_dropped() {
+        let mut p = connected(None);
+        p.report_state("1".into()).ok();
+        let actions = take(&mut p);
+        assert!(sent(&actions).is_empty());
+        assert_eq!(
+            logs(&actions),
+            vec!["'state' with no get-state in flight; dropped"]
+        );
+
+        // A newer get-state supersedes; the older handler's return is ignored.
+        p.on_frame(r#"{"type":"get-state","migrationId":"a"}"#);
+        p.on_frame(r#"{"type":"get-state","migrationId":"b"}"#);
+        let actions = take(&mut p);
+        assert_eq!(
+            logs(&actions),
+            vec!["get-state for b while a is unanswered; superseded"]
+        );
+        p.on_state_settled("a", StateOutcome::Value("1".into()));
+        assert!(sent(&take(&mut p)).is_empty());
+        p.on_state_settled("b", StateOutcome::Value("2".into()));
+        assert_eq!(sent(&take(&mut p)), vec![r#"{"type":"state","payload":2}"#]);
+
+        // An abort ends an unanswered propose.
+        p.on_frame(r#"{"type":"get-state","migrationId":"c"}"#);
+        p.on_frame(r#"{"type":"abort","migrationId":"c","reason":"r"}"#);
+        take(&mut p);
+        p.on_state_settled("c", StateOutcome::Value("3".into()));
+        assert!(sent(&take(&mut p)).is_empty());
+    }
+
+    #[test]
+    fn an_answer_while_disconnected_is_dropped_never_held() {
+        let mut p = connected(None);
+        p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#);
+        p.on_closed(1006, "");
+        take(&mut p);
+        p.on_state_settled("m", StateOutcome::Value("1".into()));
+        assert!(take(&mut p).is_empty(), "the drop ended the propose");
+        assert!(!p.has_held_report());
+    }
+
+    #[test]
+    fn only_the_latest_report_is_held_and_sent_right_after_the_next_ack() {
+        let mut p = core();
+        p.start();
+        p.report_ready("1".into()).ok();
+        p.report_ready("2".into()).ok();
+        take(&mut p);
+        p.on_open();
+        p.on_frame(r#"{"type":"hello-ack","migration":{"id":"m","side":"target"}}"#);
+        let actions = take(&mut p);
+        assert_eq!(
+            sent(&actions),
+            vec![
+                r#"{"type":"hello","token":"tok"}"#,
+                r#"{"type":"target-ready","payload":2}"#
+            ]
+        );
+        // D1: onConnected comes after the held report went out.
+        assert!(matches!(
+            actions.last(),
+            Some(Action::Call(Call::Connected {
+                role: Role::Target,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn backoff_doubles_to_the_cap_and_an_ack_resets_it() {
+        let mut p = core();
+        p.start();
+        let mut delays = Vec::new();
+        for _ in 0..7 {
+            p.on_error();
+            delays.extend(timers(&take(&mut p)));
+            p.on_timer();
+            take(&mut p);
+        }
+        assert_eq!(
+            delays,
+            vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 30000.0, 30000.0]
+        );
+        p.on_open();
+        p.on_frame(r#"{"type":"hello-ack"}"#);
+        p.on_closed(1001, "going away");
+        assert_eq!(timers(&take(&mut p)), vec![1000.0]);
+    }
+
+    #[test]
+    fn close_codes_set_the_reconnect_policy() {
+        // D5: replaced → never again; unauthorized → the longest delay.
+        let mut p = connected(None);
+        p.on_closed(CLOSE_REPLACED, "replaced");
+        let actions = take(&mut p);
+        assert!(timers(&actions).is_empty());
+        assert!(p.is_finished());
+        assert!(!p.connected());
+
+        let mut p = connected(None);
+        p.on_closed(CLOSE_UNAUTHORIZED, "");
+        assert_eq!(timers(&take(&mut p)), vec![30000.0]);
+    }
+
+    #[test]
+    fn close_ends_everything() {
+        let mut p = connected(None);
+        p.close();
+        assert_eq!(
+            take(&mut p),
+            vec![Action::Close {
+                code: Some(1000),
+                reason: Some("job closing")
+            }]
+        );
+        p.on_closed(1000, "");
+        p.report_ready("1".into()).ok();
+        p.on_timer();
+        assert!(take(&mut p).is_empty());
+
+        let mut p = core();
+        p.start();
+        p.on_error();
+        take(&mut p);
+        p.close();
+        assert_eq!(take(&mut p), vec![Action::CancelTimer]);
+    }
+
+    #[test]
+    fn oversized_frames_are_never_sent() {
+        let big = format!("\"{}\"", "x".repeat(MAX_FRAME_BYTES));
+        let mut p = connected(None);
+        assert!(p.report_ready(big.clone()).is_err());
+        assert!(take(&mut p).is_empty());
+        p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#);
+        take(&mut p);
+        p.on_state_settled("m", StateOutcome::Value(big));
+        let out = sent(&take(&mut p));
+        assert_eq!(out.len(), 1);
+        let want = format!(
+            r#"{{"type":"state-refused","reason":"onGetState returned a state of {} bytes, over the 65536-byte frame limit"}}"#,
+            MAX_FRAME_BYTES + 2 + r#"{"type":"state","payload":}"#.len()
+        );
+        assert_eq!(out[0], want);
+        // A refusal with a huge reason is cut to fit rather than not sent.
+        let out = refusal("r".repeat(100_000));
+        assert!(out.text.len() <= MAX_FRAME_BYTES);
+    }
+
+    #[test]
+    fn a_failed_send_reconnects_and_keeps_the_report() {
+        let mut p = connected(None);
+        p.report_stopped_output("5".into()).ok();
+        let out = match take(&mut p).pop() {
+            Some(Action::Send(out)) => out,
+            other => panic!("expected a send, got {other:?}"),
+        };
+        p.on_send_failed(out, "EPIPE");
+        let actions = take(&mut p);
+        assert_eq!(timers(&actions), vec![1000.0]);
+        assert!(p.has_held_report());
+        p.on_timer();
+        p.on_open();
+        p.on_frame(r#"{"type":"hello-ack"}"#);
+        assert_eq!(
+            sent(&take(&mut p)),
+            vec![
+                r#"{"type":"hello","token":"tok"}"#,
+                r#"{"type":"source-stopped-output","payload":5}"#
+            ]
+        );
+    }
+
+    #[test]
+    fn migration_id_follows_the_frames() {
+        // Frames set it; an abort clears a source's only when it names it (D8); a target that
+        // reconnects as a source has none (D8).
+        let mut p = connected(None);
+        p.on_frame(r#"{"type":"cutover-ready","migrationId":"m1","payload":0}"#);
+        assert_eq!(p.migration_id(), Some("m1"));
+        p.on_handler_settled(HandlerKind::Abort, "other", HandlerOutcome::Done);
+        assert_eq!(p.migration_id(), Some("m1"));
+        p.on_handler_settled(HandlerKind::Abort, "m1", HandlerOutcome::Done);
+        assert_eq!(p.migration_id(), None);
+
+        let mut p = connected(Some("t1"));
+        p.on_closed(1006, "");
+        p.on_timer();
+        p.on_open();
+        p.on_frame(r#"{"type":"hello-ack"}"#);
+        assert_eq!(p.role(), Role::Source);
+        assert_eq!(p.migration_id(), None);
+    }
+
+    #[test]
+    fn invalid_frames_are_logged_and_dropped() {
+        let mut p = connected(None);
+        for text in [
+            "nope",
+            r#"{"type":"cutover-ready","migrationId":"m"}"#,
+            "[]",
+        ] {
+            p.on_frame(text);
+            let actions = take(&mut p);
+            assert!(calls(&actions).is_empty(), "{text}");
+            assert!(logs(&actions)[0].starts_with("ignoring frame from the worker: "));
+            assert!(p.connected());
+        }
+    }
+}
