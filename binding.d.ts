@@ -63,6 +63,7 @@ export interface JsAction {
   a?: string
   b?: string
   n?: number
+  m?: number
 }
 
 /** `reportApplied`'s summary, already checked by the glue. */
@@ -95,6 +96,12 @@ export declare const OP_SEND: number
 
 /** JavaScript socket only: arm the reconnect timer for `n` ms. */
 export declare const OP_START_TIMER: number
+
+/**
+ * Native transport only: the state JavaScript reads is now role `a`, migration `b`,
+ * connected when `n` is 1, as of snapshot `m` (apply only if newer than the last applied).
+ */
+export declare const OP_STATUS: number
 
 /** A report was over the frame cap: `n` is its size in bytes; nothing was sent. */
 export declare const OP_TOO_LARGE: number

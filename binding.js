@@ -849,6 +849,7 @@ module.exports.OP_LOG = nativeBinding.OP_LOG
 module.exports.OP_OPEN = nativeBinding.OP_OPEN
 module.exports.OP_SEND = nativeBinding.OP_SEND
 module.exports.OP_START_TIMER = nativeBinding.OP_START_TIMER
+module.exports.OP_STATUS = nativeBinding.OP_STATUS
 module.exports.OP_TOO_LARGE = nativeBinding.OP_TOO_LARGE
 module.exports.SETTLED_DONE = nativeBinding.SETTLED_DONE
 module.exports.SETTLED_MISSING = nativeBinding.SETTLED_MISSING

@@ -15,6 +15,7 @@ const {
   OP_CLOSE,
   OP_START_TIMER,
   OP_CANCEL_TIMER,
+  OP_STATUS,
   HANDLER_GET_STATE,
   HANDLER_INITIAL_STATE,
   HANDLER_CUTOVER_READY,
@@ -89,6 +90,10 @@ function socketClient(handlers, url, token, name, opts) {
     }
   }
 
+  // What `role`, `migrationId` and `connected` read on the native transport: the state as of
+  // the events JavaScript has handled so far (see `Status` in src/native.rs). A JavaScript
+  // socket runs the core on this thread, so there they read the core itself.
+  let view = { seq: 0, role: 'source', migrationId: undefined, connected: false }
   // The socket transport, when the product supplies the socket class; else native.
   let transport
   const core = opts.WebSocket
@@ -130,6 +135,9 @@ function socketClient(handlers, url, token, name, opts) {
           break
         case OP_CANCEL_TIMER:
           transport.cancelTimer()
+          break
+        case OP_STATUS:
+          if (action.m > view.seq) view = { seq: action.m, role: action.a, migrationId: action.b ?? undefined, connected: action.n === 1 }
           break
       }
     }
@@ -201,15 +209,18 @@ function socketClient(handlers, url, token, name, opts) {
     log(`internal error: ${describe(e) ?? 'unprintable'}`)
   }
 
+  const state = opts.WebSocket
+    ? () => ({ role: core.role, migrationId: core.migrationId ?? undefined, connected: core.connected })
+    : () => view
   const client = {
     get role() {
-      return core.role
+      return state().role
     },
     get migrationId() {
-      return core.migrationId ?? undefined
+      return state().migrationId
     },
     get connected() {
-      return core.connected
+      return state().connected
     },
     reportState(payload) {
       run(core.reportState(payloadJson(payload)))

@@ -7,7 +7,7 @@
 //! so the glue runs it synchronously on the JavaScript thread as the reference client does.
 
 use crate::frames::{AppliedSummary, FailedPart};
-use crate::native::{JsSink, NativeClient};
+use crate::native::{JsSink, JsWork, NativeClient};
 use crate::protocol::{
     Action, Call, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, TooLarge,
 };
@@ -37,6 +37,10 @@ pub const OP_CLOSE: u32 = 6;
 pub const OP_START_TIMER: u32 = 7;
 #[napi]
 pub const OP_CANCEL_TIMER: u32 = 8;
+/// Native transport only: the state JavaScript reads is now role `a`, migration `b`,
+/// connected when `n` is 1, as of snapshot `m` (apply only if newer than the last applied).
+#[napi]
+pub const OP_STATUS: u32 = 9;
 
 #[napi]
 pub const HANDLER_GET_STATE: u32 = 0;
@@ -79,6 +83,7 @@ pub struct JsAction {
     pub a: Option<String>,
     pub b: Option<String>,
     pub n: Option<f64>,
+    pub m: Option<f64>,
 }
 
 #[napi(object)]
@@ -100,8 +105,8 @@ type Dispatch = ThreadsafeFunction<Vec<JsAction>, (), Vec<JsAction>, Status, fal
 struct TsfnSink(Dispatch);
 
 impl JsSink for TsfnSink {
-    fn deliver(&self, actions: Vec<Action>) {
-        let js = actions.into_iter().map(to_js).collect();
+    fn deliver(&self, work: JsWork) {
+        let js = work_to_js(work);
         // NonBlocking on an unbounded queue only fails once Node is shutting down.
         let _ = self.0.call(js, ThreadsafeFunctionCallMode::NonBlocking);
     }
@@ -358,8 +363,8 @@ impl Client {
     fn run<R>(&mut self, f: impl FnOnce(&mut Protocol) -> R) -> (R, Vec<JsAction>) {
         match &mut self.transport {
             Transport::Native(native) => {
-                let (result, actions) = native.with_core(f);
-                (result, actions.into_iter().map(to_js).collect())
+                let (result, work) = native.with_core(f);
+                (result, work_to_js(work))
             }
             Transport::JsSocket(core) => {
                 let result = f(core);
@@ -386,7 +391,27 @@ impl Client {
 }
 
 fn action(op: u32, a: Option<String>, b: Option<String>, n: Option<f64>) -> JsAction {
-    JsAction { op, a, b, n }
+    JsAction {
+        op,
+        a,
+        b,
+        n,
+        m: None,
+    }
+}
+
+fn work_to_js(work: JsWork) -> Vec<JsAction> {
+    let status = work.status.map(|s| JsAction {
+        op: OP_STATUS,
+        a: Some(s.role.as_str().to_owned()),
+        b: s.migration_id,
+        n: Some(if s.connected { 1.0 } else { 0.0 }),
+        m: Some(s.seq as f64),
+    });
+    status
+        .into_iter()
+        .chain(work.actions.into_iter().map(to_js))
+        .collect()
 }
 
 fn to_js(action_: Action) -> JsAction {

@@ -5,7 +5,7 @@
 //! through one ordered control queue to the connection task.
 
 use crate::frames::MAX_FRAME_BYTES;
-use crate::protocol::{Action, Outbound, Protocol};
+use crate::protocol::{Action, Outbound, Protocol, Role};
 use futures_util::{SinkExt, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
@@ -34,9 +34,30 @@ enum Control {
     Wake,
 }
 
-/// What the JavaScript side must do: log lines and handler calls, in order.
+/// The client's state as JavaScript reads it (`role`, `migrationId`, `connected`).
+///
+/// JavaScript must see the state each event left, in the order it runs the events' handlers,
+/// not the core's latest: a handler for an `initial-state` reads the migration that frame
+/// named even when the runtime thread has already taken in the next one. `seq` orders the
+/// snapshots from both threads, so an older one arriving late is not applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    pub seq: u64,
+    pub role: Role,
+    pub migration_id: Option<String>,
+    pub connected: bool,
+}
+
+/// What the JavaScript side must do after one event: adopt the new state if it changed, then
+/// log lines and handler calls, in order.
+#[derive(Debug, Default)]
+pub struct JsWork {
+    pub status: Option<Status>,
+    pub actions: Vec<Action>,
+}
+
 pub trait JsSink: Send + 'static {
-    fn deliver(&self, actions: Vec<Action>);
+    fn deliver(&self, work: JsWork);
 }
 
 struct State<S> {
@@ -46,6 +67,8 @@ struct State<S> {
     control: mpsc::UnboundedSender<Control>,
     /// Released when the task ends, so an idle process can exit.
     js: Option<S>,
+    /// The last state handed to JavaScript.
+    status: Status,
 }
 
 pub struct NativeClient<S: JsSink> {
@@ -53,7 +76,8 @@ pub struct NativeClient<S: JsSink> {
 }
 
 impl<S: JsSink> NativeClient<S> {
-    /// Starts connecting at once on the shared runtime thread.
+    /// Starts the connection task on the shared runtime thread; it connects once the core asks
+    /// (`Protocol::start`).
     pub fn start(core: Protocol, url: String, js: S) -> Result<Self, String> {
         let handle = runtime()?;
         let (control, rx) = mpsc::unbounded_channel();
@@ -62,18 +86,20 @@ impl<S: JsSink> NativeClient<S> {
             generation: 0,
             control,
             js: Some(js),
+            status: Status {
+                seq: 0,
+                role: Role::Source,
+                migration_id: None,
+                connected: false,
+            },
         }));
-        let client = NativeClient {
-            state: state.clone(),
-        };
-        client.with_core(|core| core.start());
-        handle.spawn(drive(state, rx, url));
-        Ok(client)
+        handle.spawn(drive(state.clone(), rx, url));
+        Ok(NativeClient { state })
     }
 
     /// Runs `f` on the core and routes the actions it queued: socket work to the connection
     /// task, the rest back to the caller (the JavaScript thread, which carries it out at once).
-    pub fn with_core<R>(&self, f: impl FnOnce(&mut Protocol) -> R) -> (R, Vec<Action>) {
+    pub fn with_core<R>(&self, f: impl FnOnce(&mut Protocol) -> R) -> (R, JsWork) {
         let mut state = lock(&self.state);
         let result = f(&mut state.core);
         let js = route(&mut state);
@@ -100,8 +126,8 @@ fn lock<S>(state: &Mutex<State<S>>) -> MutexGuard<'_, State<S>> {
 }
 
 /// Moves the core's queued actions out: socket work onto the control queue, JavaScript work
-/// into the returned list.
-fn route<S>(state: &mut State<S>) -> Vec<Action> {
+/// (with the state, if it changed) into the returned list.
+fn route<S>(state: &mut State<S>) -> JsWork {
     let mut js = Vec::new();
     let generation = state.generation;
     while let Some(action) = state.core.poll_action() {
@@ -119,17 +145,33 @@ fn route<S>(state: &mut State<S>) -> Vec<Action> {
         // The receiver lives as long as the task; after it ends there is nothing to do.
         let _ = state.control.send(control);
     }
-    js
+    let core = &state.core;
+    let changed = core.role() != state.status.role
+        || core.migration_id() != state.status.migration_id.as_deref()
+        || core.connected() != state.status.connected;
+    let status = changed.then(|| {
+        state.status = Status {
+            seq: state.status.seq + 1,
+            role: core.role(),
+            migration_id: core.migration_id().map(str::to_owned),
+            connected: core.connected(),
+        };
+        state.status.clone()
+    });
+    JsWork {
+        status,
+        actions: js,
+    }
 }
 
 /// Feeds the core from the runtime thread and hands the JavaScript work to the sink.
 fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) {
     let mut state = lock(state);
     f(&mut state.core);
-    let js = route(&mut state);
-    if !js.is_empty() {
+    let work = route(&mut state);
+    if work.status.is_some() || !work.actions.is_empty() {
         if let Some(sink) = &state.js {
-            sink.deliver(js);
+            sink.deliver(work);
         }
     }
 }

@@ -14,6 +14,8 @@ export class ScriptedWorker {
   readonly raw: string[] = []
   readonly connections: WebSocket[] = []
   readonly paths: string[] = []
+  /** Date.now() of each connection. */
+  readonly connectionTimes: number[] = []
   readonly closes: { code: number; reason: string }[] = []
   /** Ack every hello automatically; `ackMigration` makes the ack name this instance a target. */
   autoAck = true
@@ -24,6 +26,7 @@ export class ScriptedWorker {
     this.server = server
     server.on('connection', (ws, req) => {
       this.connections.push(ws)
+      this.connectionTimes.push(Date.now())
       this.paths.push(req.url ?? '')
       ws.on('message', (data, isBinary) => {
         const text = isBinary ? Buffer.from(data as Buffer).toString('utf8') : String(data)
