@@ -1,0 +1,506 @@
+#!/usr/bin/env node
+// npm run bench [-- --quick] [-- --vs <module exporting connectMigration>] [-- --json <file>]
+//
+// Measures this package's client ("this") side by side with a comparison ("vs": by default the
+// minimal JavaScript client on `ws` in bench/js-client.mjs) and prints one table: import cost,
+// footprint of a connected client, idle CPU, round trips timed at a worker in another process,
+// the raw WebSocket echo floor between two processes, and round trips while the product's
+// JavaScript thread is busy. Everything runs on loopback; every process it starts is bounded in
+// time and killed at the end. See docs/performance.md.
+import { fork, spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, readdirSync, writeFileSync, mkdirSync, statSync } from 'node:fs'
+import { cpus, loadavg } from 'node:os'
+import { dirname, join, resolve, basename } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { bigBytes } from './frames.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = resolve(here, '..')
+
+// ── options ──────────────────────────────────────────────────────────────────────────────────
+const argv = process.argv.slice(2)
+const opt = { quick: false, vs: undefined, json: undefined }
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i]
+  if (a === '--quick') opt.quick = true
+  else if (a === '--vs') opt.vs = argv[++i]
+  else if (a.startsWith('--vs=')) opt.vs = a.slice(5)
+  else if (a === '--json') opt.json = argv[++i]
+  else if (a.startsWith('--json=')) opt.json = a.slice(7)
+  else if (a === '--help' || a === '-h') {
+    console.log('usage: npm run bench -- [--quick] [--vs <module exporting connectMigration>] [--json <file>]')
+    process.exit(0)
+  } else {
+    console.error(`bench: unknown argument ${a}`)
+    process.exit(2)
+  }
+}
+
+const Q = opt.quick
+const P = {
+  importRuns: Q ? 8 : 40,
+  footprintRuns: Q ? 3 : 10,
+  rounds: Q ? 2 : 5,
+  small: Q ? 250 : 1000, // round trips per round, small frames
+  big: Q ? 40 : 200, // per round, 36 KB
+  busy: Q ? 30 : 80, // per round, busy JS thread
+  warmSmall: Q ? 100 : 300,
+  warmBig: Q ? 20 : 50,
+  idleWindows: Q ? 3 : 15,
+  idleWindowMs: Q ? 1000 : 2000,
+  deadlineMs: Q ? 90_000 : 20 * 60_000,
+}
+
+// ── the implementations ──────────────────────────────────────────────────────────────────────
+function moduleRef(spec) {
+  const path = spec.startsWith('file:') ? fileURLToPath(spec) : resolve(process.cwd(), spec)
+  if (!existsSync(path)) throw new Error(`--vs: no such file ${path}`)
+  return { url: pathToFileURL(path).href, path }
+}
+const impls = [
+  {
+    key: 'this',
+    label: '@norskvideo/ctl-migration (native)',
+    url: pathToFileURL(join(root, 'index.mjs')).href,
+    path: join(root, 'index.js'),
+  },
+  opt.vs
+    ? { key: 'vs', label: opt.vs, ...moduleRef(opt.vs) }
+    : { key: 'vs', label: 'bench/js-client.mjs (plain JS on ws)', ...moduleRef(join(here, 'js-client.mjs')) },
+]
+
+// ── child processes: all tracked, all killed at the end ─────────────────────────────────────
+const children = new Set()
+function killAll() {
+  for (const c of children) {
+    try {
+      c.kill('SIGKILL')
+    } catch {}
+  }
+  children.clear()
+}
+process.on('exit', killAll)
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    killAll()
+    process.exit(130)
+  })
+}
+const deadline = setTimeout(() => {
+  console.error(`bench: over its ${P.deadlineMs / 1000} s limit; stopping`)
+  killAll()
+  process.exit(2)
+}, P.deadlineMs)
+deadline.unref()
+
+const CHILD_ENV = { ...process.env, BENCH_CHILD_LIMIT_MS: String(P.deadlineMs + 10_000) }
+delete CHILD_ENV.NODE_OPTIONS
+
+function start(script, args, execArgv = []) {
+  const child = fork(join(here, script), args, { execArgv, env: CHILD_ENV, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+  child.inbox = []
+  child.waiters = []
+  child.on('message', (m) => {
+    if (m?.type === 'error') console.error(`bench: ${script}: ${m.message}`)
+    const w = child.waiters.find((w) => w.pred(m))
+    if (w) {
+      child.waiters.splice(child.waiters.indexOf(w), 1)
+      w.resolve(m)
+    } else child.inbox.push(m)
+  })
+  child.on('exit', (code) => {
+    for (const w of child.waiters.splice(0)) w.reject(new Error(`${script} exited (${code}) while awaited`))
+  })
+  return child
+}
+
+function waitFor(child, pred, ms = 15_000, what = 'a message') {
+  const i = child.inbox.findIndex(pred)
+  if (i >= 0) return Promise.resolve(child.inbox.splice(i, 1)[0])
+  return new Promise((resolve, reject) => {
+    const w = { pred, resolve, reject }
+    const t = setTimeout(() => {
+      child.waiters.splice(child.waiters.indexOf(w), 1)
+      reject(new Error(`timed out waiting for ${what}`))
+    }, ms)
+    w.resolve = (m) => {
+      clearTimeout(t)
+      resolve(m)
+    }
+    w.reject = (e) => {
+      clearTimeout(t)
+      reject(e)
+    }
+    child.waiters.push(w)
+  })
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+// ── statistics ───────────────────────────────────────────────────────────────────────────────
+function quantile(xs, q) {
+  const s = [...xs].sort((a, b) => a - b)
+  if (!s.length) return NaN
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]
+}
+const stat = (xs) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), n: xs.length })
+
+// ── 1. import cost ───────────────────────────────────────────────────────────────────────────
+// Whole-process wall time and peak RSS of `node` importing only the module, minus a bare
+// `node -e ""`, paired run by run (the variants take turns, so drift hits them alike).
+function importVariants() {
+  const v = [{ key: 'bare', args: ['-e', ''] }]
+  for (const impl of impls) {
+    v.push({ key: `${impl.key}:esm`, impl: impl.key, args: ['--input-type=module', '-e', `import ${JSON.stringify(impl.url)}`] })
+    v.push({ key: `${impl.key}:cjs`, impl: impl.key, args: ['-e', `require(${JSON.stringify(impl.path)})`] })
+  }
+  return v
+}
+
+function spawnOnce(args, hwm) {
+  const full = hwm ? ['--require', join(here, 'hwm.cjs'), ...args] : args
+  const t0 = process.hrtime.bigint()
+  const r = spawnSync(process.execPath, full, {
+    env: CHILD_ENV,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+    timeout: 30_000,
+    killSignal: 'SIGKILL',
+  })
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6
+  if (r.status !== 0) return { error: (r.stderr || r.error?.message || `exit ${r.status} ${r.signal}`).trim() }
+  if (!hwm) return { ms }
+  const m = /BENCH_HWM_KIB (\d+)/.exec(r.stderr)
+  return m ? { kib: Number(m[1]) } : { error: 'no VmHWM reported' }
+}
+
+function measureImports() {
+  const variants = importVariants()
+  const raw = Object.fromEntries(variants.map((v) => [v.key, { ms: [], kib: [], error: undefined }]))
+  for (const v of variants) spawnOnce(v.args, false) // warm the page cache
+  for (let i = 0; i < P.importRuns; i++) {
+    // Rotate the order each run.
+    const order = variants.map((_, j) => variants[(i + j) % variants.length])
+    for (const hwm of [false, true]) {
+      for (const v of order) {
+        const r = spawnOnce(v.args, hwm)
+        if (r.error) raw[v.key].error = r.error
+        else if (hwm) raw[v.key].kib.push(r.kib)
+        else raw[v.key].ms.push(r.ms)
+      }
+    }
+  }
+  const out = { bare: { wallMs: stat(raw.bare.ms), hwmKiB: stat(raw.bare.kib) } }
+  for (const v of variants) {
+    if (v.key === 'bare') continue
+    const r = raw[v.key]
+    if (r.error && r.ms.length < P.importRuns) {
+      out[v.key] = { error: r.error.split('\n').slice(-3).join(' ') }
+      continue
+    }
+    const dMs = r.ms.map((x, i) => x - raw.bare.ms[i])
+    const dMiB = r.kib.map((x, i) => (x - raw.bare.kib[i]) / 1024)
+    out[v.key] = { wallMs: stat(dMs), hwmMiB: stat(dMiB) }
+  }
+  return out
+}
+
+// ── 2. the live processes ────────────────────────────────────────────────────────────────────
+let worker
+let seq = 0
+async function runAt(id, scenario, n, jitterMs = 0) {
+  const s = ++seq
+  worker.send({ cmd: 'run', id, scenario, n, jitterMs, seq: s })
+  const timeout = 30_000 + n * (jitterMs + 50)
+  const m = await waitFor(worker, (m) => m.type === 'result' && m.seq === s, timeout, `${scenario} on ${id}`)
+  if (m.error) throw new Error(m.error)
+  return m.times
+}
+
+async function startClient(impl, id, role, port) {
+  const url = `ws://127.0.0.1:${port}/instances/${encodeURIComponent(id)}/${role}`
+  const child = start('client.mjs', [impl.url, url], ['--expose-gc'])
+  const imported = await waitFor(child, (m) => m.type === 'imported', 30_000, `${id} to import ${impl.url}`)
+  child.send({ cmd: 'connect' })
+  await waitFor(worker, (m) => m.type === 'connected' && m.id === id, 15_000, `${id} to connect`)
+  return { child, id, before: imported.footprint }
+}
+
+async function footprintOf(c) {
+  c.child.send({ cmd: 'footprint' })
+  const m = await waitFor(c.child, (m) => m.type === 'footprint', 15_000, 'footprint')
+  return m.footprint
+}
+
+async function stopClient(c) {
+  c.child.send({ cmd: 'exit' })
+  await Promise.race([new Promise((r) => c.child.once('exit', r)), sleep(3000)])
+  c.child.kill('SIGKILL')
+}
+
+/** CPU time (ns) of every thread of a process, from /proc/<pid>/task/<tid>/schedstat, read from
+ *  outside so measuring does not wake the process. */
+function cpuNs(pid) {
+  let total = 0
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
+    } catch {} // a thread that just ended
+  }
+  return total
+}
+
+// ── 3. the table ─────────────────────────────────────────────────────────────────────────────
+function fmt(x, unit) {
+  if (x === undefined || Number.isNaN(x)) return '—'
+  if (unit === 'µs') return x >= 100 ? x.toFixed(0) : x.toFixed(1)
+  if (unit === 'ms' || unit === 'ms/min') return Math.abs(x) >= 10 ? x.toFixed(1) : x.toFixed(2)
+  if (unit === 'MiB') return x.toFixed(2)
+  if (unit === '×') return `${x.toFixed(2)}×`
+  return String(Math.round(x * 100) / 100)
+}
+function ratio(a, b) {
+  if (a === undefined || b === undefined || Number.isNaN(a) || Number.isNaN(b)) return '—'
+  if (b === 0) return a === 0 ? '1.00×' : '∞'
+  return `${(a / b).toFixed(2)}×`
+}
+
+function table(rows) {
+  const head = ['measure', 'unit', 'this p50', 'this p99', 'vs p50', 'vs p99', 'ratio p50', 'ratio p99', '÷ floor p50 (this / vs)']
+  const body = rows.map((r) => {
+    if (r.floorRow) {
+      return [r.label, r.unit, fmt(r.s.p50, r.unit), fmt(r.s.p99, r.unit), '(same)', '', '', '', '']
+    }
+    const a = r.this ?? {}
+    const b = r.vs ?? {}
+    const fl = r.floor ? `${ratio(a.p50, r.floor.p50)} / ${ratio(b.p50, r.floor.p50)}` : ''
+    return [
+      r.label,
+      r.unit,
+      a.error ? 'error' : fmt(a.p50, r.unit),
+      a.error ? '' : fmt(a.p99, r.unit),
+      b.error ? 'error' : fmt(b.p50, r.unit),
+      b.error ? '' : fmt(b.p99, r.unit),
+      r.noRatio ? '' : ratio(a.p50, b.p50),
+      r.noRatio ? '' : ratio(a.p99, b.p99),
+      fl,
+    ]
+  })
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => String(r[i]).length)))
+  const line = (cells) => `| ${cells.map((c, i) => (i < 2 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join(' | ')} |`
+  const sep = `|${widths.map((w, i) => (i < 2 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`
+  return [line(head), sep, ...body.map(line)].join('\n')
+}
+
+// ── main ─────────────────────────────────────────────────────────────────────────────────────
+async function main() {
+  const t0 = Date.now()
+  const nodeFile = readdirSync(root).find((f) => /^ctl-migration\..*\.node$/.test(f))
+  if (!nodeFile) throw new Error('the native addon is not built: run `npm run build` first')
+  const newestSrc = Math.max(...readdirSync(join(root, 'src')).map((f) => statSync(join(root, 'src', f)).mtimeMs))
+  if (statSync(join(root, nodeFile)).mtimeMs < newestSrc) {
+    console.error('bench: warning: src/ is newer than the built addon; `npm run build` for current numbers')
+  }
+  const smoke = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(join(root, 'index.js'))})`], { encoding: 'utf8', timeout: 30_000 })
+  if (smoke.status !== 0) throw new Error(`cannot load this package:\n${smoke.stderr}`)
+
+  const load = loadavg()[0]
+  console.error(
+    `bench: ${Q ? 'quick' : 'full'} run; node ${process.version}, ${cpus().length} cores, load ${load.toFixed(2)}` +
+      (load > 0.5 ? ' (busy machine: figures will be noisy)' : ''),
+  )
+  const results = { date: new Date().toISOString(), node: process.version, cores: cpus().length, load1: load, quick: Q, impls, params: P }
+
+  console.error('bench: import cost …')
+  const imports = measureImports()
+  results.imports = imports
+
+  console.error('bench: starting worker, echo peer and clients …')
+  worker = start('worker.mjs', [])
+  const { port } = await waitFor(worker, (m) => m.type === 'listening', 15_000, 'the worker to listen')
+  const echo = start('echo.mjs', [String(port)])
+  await waitFor(worker, (m) => m.type === 'connected' && m.id === 'echo', 15_000, 'the echo peer')
+
+  const live = {}
+  for (const impl of impls) {
+    live[impl.key] = {
+      source: await startClient(impl, `${impl.key}-source`, 'source', port),
+      target: await startClient(impl, `${impl.key}-target`, 'target', port),
+    }
+  }
+
+  const scenarios = [
+    { key: 'get-state', label: 'get-state → state', role: 'source', n: P.small, warm: P.warmSmall, floor: 'echo-small' },
+    { key: 'cutover', label: 'cutover-ready → source-stopped-output', role: 'source', n: P.small, warm: P.warmSmall, floor: 'echo-small' },
+    { key: 'initial', label: 'initial-state(payload) → target-ready', role: 'target', n: P.small, warm: P.warmSmall, floor: 'echo-small' },
+    { key: 'cutover-36k', label: 'cutover, 36 KB payload (600 objects)', role: 'source', n: P.big, warm: P.warmBig, floor: 'echo-36k' },
+  ]
+  const floors = [
+    { key: 'echo-small', label: 'raw ws echo floor, cutover frame (137 B)', n: P.small, warm: P.warmSmall },
+    { key: 'echo-36k', label: `raw ws echo floor, 36 KB frame (${bigBytes()} B payload)`, n: P.big, warm: P.warmBig },
+  ]
+
+  console.error('bench: round trips …')
+  for (const s of scenarios) for (const impl of impls) await runAt(live[impl.key][s.role].id, s.key, s.warm)
+  for (const f of floors) await runAt('echo', f.key, f.warm)
+  const samples = {}
+  const add = (k, xs) => (samples[k] ??= []).push(...xs)
+  for (let r = 0; r < P.rounds; r++) {
+    for (const s of scenarios) {
+      // Alternate who goes first, and put the floor between them.
+      const order = r % 2 ? [...impls].reverse() : impls
+      add(`${order[0].key}:${s.key}`, await runAt(live[order[0].key][s.role].id, s.key, s.n))
+      if (s.key === 'cutover' || s.key === 'cutover-36k') {
+        const f = floors.find((f) => f.key === s.floor)
+        add(f.key, await runAt('echo', f.key, f.n))
+      }
+      add(`${order[1].key}:${s.key}`, await runAt(live[order[1].key][s.role].id, s.key, s.n))
+    }
+  }
+
+  console.error('bench: round trips with the JavaScript thread busy 20 ms of every 25 ms …')
+  for (let r = 0; r < P.rounds; r++) {
+    const order = r % 2 ? [...impls].reverse() : impls
+    for (const impl of order) {
+      const c = live[impl.key].source
+      c.child.send({ cmd: 'busy', on: true })
+      await waitFor(c.child, (m) => m.type === 'busy' && m.on, 15_000, 'busy on')
+      await sleep(50)
+      add(`${impl.key}:busy`, await runAt(c.id, 'cutover', P.busy, 25))
+      c.child.send({ cmd: 'busy', on: false })
+      await waitFor(c.child, (m) => m.type === 'busy' && !m.on, 15_000, 'busy off')
+    }
+  }
+
+  console.error(`bench: idle CPU (${P.idleWindows} windows of ${P.idleWindowMs / 1000} s, scaled to a minute) …`)
+  await sleep(Q ? 500 : 2000)
+  const idle = Object.fromEntries(impls.map((i) => [i.key, []]))
+  for (let w = 0; w < P.idleWindows; w++) {
+    const a = Object.fromEntries(impls.map((i) => [i.key, cpuNs(live[i.key].source.child.pid)]))
+    const tA = process.hrtime.bigint()
+    await sleep(P.idleWindowMs)
+    const b = Object.fromEntries(impls.map((i) => [i.key, cpuNs(live[i.key].source.child.pid)]))
+    const sec = Number(process.hrtime.bigint() - tA) / 1e9
+    for (const i of impls) idle[i.key].push(((b[i.key] - a[i.key]) / 1e6) * (60 / sec))
+  }
+
+  for (const impl of impls) for (const role of ['source', 'target']) await stopClient(live[impl.key][role])
+  echo.kill('SIGKILL')
+
+  console.error(`bench: footprint of a connected client (${P.footprintRuns} processes each) …`)
+  const fp = Object.fromEntries(impls.map((i) => [i.key, { rssMiB: [], threads: [] }]))
+  for (let k = 0; k < P.footprintRuns; k++) {
+    const order = k % 2 ? [...impls].reverse() : impls
+    for (const impl of order) {
+      const c = await startClient(impl, `fp-${impl.key}-${k}`, 'source', port)
+      await runAt(c.id, 'get-state', 10)
+      await runAt(c.id, 'cutover', 20)
+      await sleep(300)
+      const after = await footprintOf(c)
+      fp[impl.key].rssMiB.push((after.rssKiB - c.before.rssKiB) / 1024)
+      fp[impl.key].threads.push(after.threads - c.before.threads)
+      await stopClient(c)
+    }
+  }
+  worker.send({ cmd: 'exit' })
+  await Promise.race([new Promise((r) => worker.once('exit', r)), sleep(2000)])
+  killAll()
+
+  // ── the rows ──
+  const S = (k) => (samples[k] ? stat(samples[k]) : undefined)
+  const imp = (k, f) => (imports[k]?.error ? { error: imports[k].error } : imports[k]?.[f])
+  const rows = [
+    { label: 'import (ESM `import`): wall added', unit: 'ms', this: imp('this:esm', 'wallMs'), vs: imp('vs:esm', 'wallMs') },
+    { label: 'import (ESM `import`): peak RSS added', unit: 'MiB', this: imp('this:esm', 'hwmMiB'), vs: imp('vs:esm', 'hwmMiB') },
+    { label: 'import (`require`): wall added', unit: 'ms', this: imp('this:cjs', 'wallMs'), vs: imp('vs:cjs', 'wallMs') },
+    { label: 'import (`require`): peak RSS added', unit: 'MiB', this: imp('this:cjs', 'hwmMiB'), vs: imp('vs:cjs', 'hwmMiB') },
+    { label: 'connected client: RSS added', unit: 'MiB', this: stat(fp.this.rssMiB), vs: stat(fp.vs.rssMiB) },
+    { label: 'connected client: OS threads added', unit: 'count', this: stat(fp.this.threads), vs: stat(fp.vs.threads) },
+    {
+      label: `idle connected client: CPU per minute (${P.idleWindowMs / 1000} s windows × ${60_000 / P.idleWindowMs})`,
+      unit: 'ms/min',
+      this: stat(idle.this),
+      vs: stat(idle.vs),
+    },
+  ]
+  for (const s of scenarios) {
+    rows.push({ label: s.label, unit: 'µs', this: S(`this:${s.key}`), vs: S(`vs:${s.key}`), floor: S(s.floor) })
+  }
+  for (const f of floors) rows.push({ label: f.label, unit: 'µs', floorRow: true, s: S(f.key) })
+  const busyThis = S('this:busy')
+  const busyVs = S('vs:busy')
+  rows.push({ label: 'cutover, JS thread busy 20 of every 25 ms', unit: 'µs', this: busyThis, vs: busyVs })
+  const idleCut = { this: S('this:cutover'), vs: S('vs:cutover') }
+  rows.push({
+    label: 'busy ÷ idle cutover',
+    unit: '×',
+    noRatio: true,
+    this: { p50: busyThis.p50 / idleCut.this.p50, p99: busyThis.p99 / idleCut.this.p99 },
+    vs: { p50: busyVs.p50 / idleCut.vs.p50, p99: busyVs.p99 / idleCut.vs.p99 },
+  })
+  results.rows = rows
+  results.samples = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, v.length]))
+  results.seconds = (Date.now() - t0) / 1000
+
+  const out = [
+    `ctl-migration bench, ${results.date.slice(0, 16).replace('T', ' ')} UTC — node ${process.version}, linux ${process.arch}, ${cpus().length} cores, load ${load.toFixed(2)}, ${Q ? 'quick' : 'full'} run (${results.seconds.toFixed(0)} s)`,
+    `this = ${impls[0].label}; vs = ${impls[1].label}; ratio = this ÷ vs`,
+    `round trips: ${P.rounds} rounds × ${P.small} (small) / ${P.big} (36 KB) / ${P.busy} (busy) per client, timed at the worker; import: ${P.importRuns} runs each, minus a bare \`node -e ""\`; footprint: ${P.footprintRuns} processes each`,
+    '',
+    table(rows),
+    '',
+    targets(rows),
+  ].join('\n')
+  console.log(out)
+  results.text = out
+  const jsonPath = opt.json ?? join(here, 'results', `${results.date.replace(/[:.]/g, '-')}${Q ? '-quick' : ''}.json`)
+  mkdirSync(dirname(jsonPath), { recursive: true })
+  writeFileSync(jsonPath, JSON.stringify(results, null, 2))
+  console.error(`bench: results in ${jsonPath}`)
+}
+
+// Issue 5's targets, read off this run (they are defined against the JavaScript reference: run
+// with --vs a copy of it for a verdict that means anything).
+function targets(rows) {
+  const row = (prefix) => rows.find((r) => r.label.startsWith(prefix))
+  const lines = []
+  const check = (name, ok, detail) => lines.push(`- ${ok ? 'met   ' : 'MISSED'} ${name}: ${detail}`)
+  const r = (a, b) => a / b
+  for (const kind of ['ESM `import`', '`require`']) {
+    const w = row(`import (${kind}): wall`)
+    const m = row(`import (${kind}): peak`)
+    if (w.this?.p50 !== undefined && w.vs?.p50 !== undefined) {
+      check(`import wall ≤ 0.1× (${kind})`, r(w.this.p50, w.vs.p50) <= 0.1, `${fmt(w.this.p50, 'ms')} ÷ ${fmt(w.vs.p50, 'ms')} ms = ${ratio(w.this.p50, w.vs.p50)}`)
+      check(`import RSS ≤ 0.25× (${kind})`, r(m.this.p50, m.vs.p50) <= 0.25, `${fmt(m.this.p50, 'MiB')} ÷ ${fmt(m.vs.p50, 'MiB')} MiB = ${ratio(m.this.p50, m.vs.p50)}`)
+    }
+  }
+  for (const p of ['get-state', 'cutover-ready', 'initial-state']) {
+    const x = row(p)
+    check(`${p} round trip ≤ 1.0× at p50 and p99`, r(x.this.p50, x.vs.p50) <= 1 && r(x.this.p99, x.vs.p99) <= 1, `${ratio(x.this.p50, x.vs.p50)} / ${ratio(x.this.p99, x.vs.p99)}`)
+  }
+  const big = row('cutover, 36 KB')
+  check('36 KB cutover ≤ 0.2× at p50 and p99', r(big.this.p50, big.vs.p50) <= 0.2 && r(big.this.p99, big.vs.p99) <= 0.2, `${ratio(big.this.p50, big.vs.p50)} / ${ratio(big.this.p99, big.vs.p99)}`)
+  for (const p of ['get-state', 'cutover-ready', 'initial-state', 'cutover, 36 KB']) {
+    const x = row(p)
+    check(`${p} within 2× of the echo floor at p50`, r(x.this.p50, x.floor.p50) <= 2, `${fmt(x.this.p50, 'µs')} ÷ ${fmt(x.floor.p50, 'µs')} µs = ${ratio(x.this.p50, x.floor.p50)}`)
+  }
+  const th = row('connected client: OS threads')
+  check('≤ 2 threads added', th.this.p99 <= 2, `${th.this.p50} (max of runs ${th.this.p99})`)
+  const cpu = row('idle connected client')
+  check('< 5 ms CPU per idle minute', cpu.this.p50 < 5, `${fmt(cpu.this.p50, 'ms')} ms/min p50, ${fmt(cpu.this.p99, 'ms')} p99`)
+  return `Targets (issue 5; a verdict only when vs is the JavaScript reference):\n${lines.join('\n')}`
+}
+
+main().then(
+  () => {
+    clearTimeout(deadline)
+    process.exit(0)
+  },
+  (e) => {
+    console.error(`bench: ${e?.stack ?? e}`)
+    killAll()
+    process.exit(1)
+  },
+)
