@@ -506,6 +506,15 @@ describe('a source handing over', () => {
     client.abort('giving up')
     expect(socket.sent.slice(1)).toEqual(['{"type":"abort","reason":"giving up"}'])
   })
+  test('a report whose payload is a BigInt or a cycle throws TypeError and sends nothing', async () => {
+    const { client, socket } = await connected({})
+    const cycle: Record<string, unknown> = {}
+    cycle.self = cycle
+    expect(() => client.reportReady(10n)).toThrow(TypeError)
+    expect(() => client.reportStoppedOutput({ cycle })).toThrow(TypeError)
+    expect(socket.sent).toEqual([hello])
+    expect(client.connected).toBe(true)
+  })
 })
 
 describe('a target taking over', () => {
@@ -726,6 +735,14 @@ describe('reconnecting', () => {
       FakeSocket.last.error()
       await expectNextAttemptAfter(delay)
     }
+  })
+
+  test('onopen fired with no event object sends the hello', async () => {
+    connect({})
+    await flush()
+    const socket = FakeSocket.last
+    Reflect.apply(socket.onopen!, socket, [])
+    expect(socket.sent).toEqual([hello])
   })
 
   test('onerror fired with no event object still ends the socket', async () => {
