@@ -96,7 +96,7 @@ describe('module formats', () => {
     const esm = await import('../index.mjs')
     const { createRequire } = await import('node:module')
     const cjs = createRequire(import.meta.url)('../index.js')
-    for (const name of ['connectMigration', 'stateRefusal', 'isStateRefusal']) {
+    for (const name of ['connectMigration', 'stateRefusal', 'isStateRefusal'] as const) {
       expect(typeof esm[name]).toBe('function')
       expect(esm[name]).toBe(cjs[name])
     }
