@@ -4,9 +4,12 @@
 //! - [`protocol`]: the protocol rules, a state machine with no I/O.
 //! - [`native`]: the tokio-tungstenite transport.
 //! - `binding`: the Node-API class the JavaScript glue drives.
+//! - [`simulator`]: a worker simulator for tests; `simulator_binding` exposes it to the testing kit.
 
 pub mod frames;
 pub mod native;
 pub mod protocol;
+pub mod simulator;
 
 mod binding;
+mod simulator_binding;

@@ -1,0 +1,311 @@
+//! The Node-API surface of the worker simulator: one class, `TestWorkerHandle`, which the testing
+//! kit (`lib/testing.js`) wraps. Everything the simulator sees reaches JavaScript through one
+//! threadsafe function, in order; it is released when the simulator closes.
+
+use crate::frames::WorkerFrame;
+use crate::simulator::{
+    Delivery, Event, EventSink, InstanceEnv, InstanceKey, Simulator, DEFAULT_HELLO_TIMEOUT,
+};
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+use std::time::Duration;
+
+/// One thing the simulator saw. `kind` is `connection`, `frame` (received and validated),
+/// `sent`, `violation`, `close` or `done` (a restart, kill or close finished); the other fields
+/// are set as the kind needs them. `text` is a frame's JSON.
+#[napi(object)]
+pub struct JsWorkerEvent {
+    pub kind: String,
+    pub at_ms: f64,
+    pub connection: Option<u32>,
+    pub path: Option<String>,
+    pub job_id: Option<String>,
+    pub role: Option<String>,
+    pub text: Option<String>,
+    pub code: Option<u32>,
+    pub reason: Option<String>,
+    pub by: Option<String>,
+    pub rule: Option<String>,
+    pub detail: Option<String>,
+    pub ticket: Option<u32>,
+    pub error: Option<String>,
+}
+
+#[napi(object)]
+pub struct JsInstanceEnv {
+    pub url: String,
+    pub token: String,
+}
+
+/// Where a frame went: the instance and the connection it was queued on.
+#[napi(object)]
+pub struct JsDelivery {
+    pub connection: u32,
+    pub job_id: String,
+    pub role: String,
+}
+
+type EventCallback = ThreadsafeFunction<JsWorkerEvent, (), JsWorkerEvent, Status, false>;
+
+struct TsfnSink(EventCallback);
+
+impl EventSink for TsfnSink {
+    fn emit(&self, at_ms: f64, event: Event) {
+        // NonBlocking on an unbounded queue only fails once Node is shutting down.
+        let _ = self
+            .0
+            .call(to_js(at_ms, event), ThreadsafeFunctionCallMode::NonBlocking);
+    }
+}
+
+#[napi]
+pub struct TestWorkerHandle {
+    simulator: Simulator<TsfnSink>,
+}
+
+#[napi]
+impl TestWorkerHandle {
+    /// Listens on 127.0.0.1 at a free port. `on_event` receives everything the simulator sees.
+    #[napi(factory)]
+    pub fn start(
+        hello_timeout_ms: Option<f64>,
+        on_event: Function<JsWorkerEvent, ()>,
+    ) -> Result<TestWorkerHandle> {
+        let hello_timeout = match hello_timeout_ms {
+            None => DEFAULT_HELLO_TIMEOUT,
+            Some(ms) if ms.is_finite() && ms > 0.0 => Duration::from_secs_f64(ms / 1000.0),
+            Some(ms) => {
+                return Err(Error::from_reason(format!(
+                    "helloTimeoutMs must be a positive number of milliseconds, not {ms}"
+                )))
+            }
+        };
+        let callback: EventCallback = on_event
+            .build_threadsafe_function()
+            .callee_handled::<false>()
+            .build()?;
+        let simulator =
+            Simulator::start(hello_timeout, TsfnSink(callback)).map_err(Error::from_reason)?;
+        Ok(TestWorkerHandle { simulator })
+    }
+
+    #[napi(getter)]
+    pub fn port(&self) -> u32 {
+        u32::from(self.simulator.port())
+    }
+
+    /// Milliseconds since the start, on the clock events are stamped with.
+    #[napi]
+    pub fn now_ms(&self) -> f64 {
+        self.simulator.now_ms()
+    }
+
+    #[napi]
+    pub fn env(&self, job_id: String, role: String) -> Result<JsInstanceEnv> {
+        self.simulator
+            .env(InstanceKey { job_id, role })
+            .map(to_js_env)
+            .map_err(Error::from_reason)
+    }
+
+    /// `initial_state` is JSON text.
+    #[napi]
+    pub fn launch_target(
+        &self,
+        migration_id: String,
+        job_id: String,
+        role: String,
+        initial_state: Option<String>,
+    ) -> Result<JsInstanceEnv> {
+        self.simulator
+            .launch_target(migration_id, InstanceKey { job_id, role }, initial_state)
+            .map(to_js_env)
+            .map_err(Error::from_reason)
+    }
+
+    #[napi]
+    pub fn is_connected(&self, job_id: String, role: String) -> bool {
+        self.simulator.is_connected(&InstanceKey { job_id, role })
+    }
+
+    /// Queues a worker frame: `body` is the payload's JSON, or an abort's reason. Without an
+    /// instance it goes to the migration's participants.
+    #[napi]
+    pub fn send(
+        &self,
+        frame_type: String,
+        migration_id: String,
+        body: Option<String>,
+        job_id: Option<String>,
+        role: Option<String>,
+    ) -> Result<Vec<JsDelivery>> {
+        let frame = worker_frame(&frame_type, migration_id, body).map_err(Error::from_reason)?;
+        let to = match (job_id, role) {
+            (Some(job_id), Some(role)) => Some(InstanceKey { job_id, role }),
+            (None, None) => None,
+            _ => {
+                return Err(Error::from_reason(
+                    "an instance needs both a jobId and a role",
+                ))
+            }
+        };
+        let delivered = self.simulator.send(frame, to).map_err(Error::from_reason)?;
+        Ok(delivered.into_iter().map(to_js_delivery).collect())
+    }
+
+    /// Returns the ticket its `done` event will carry.
+    #[napi]
+    pub fn restart(&self) -> Result<u32> {
+        self.simulator.restart().map_err(Error::from_reason)
+    }
+
+    #[napi]
+    pub fn kill(&self) -> Result<u32> {
+        self.simulator.kill().map_err(Error::from_reason)
+    }
+
+    #[napi]
+    pub fn close(&self) -> Result<u32> {
+        self.simulator.close().map_err(Error::from_reason)
+    }
+}
+
+fn worker_frame(
+    frame_type: &str,
+    migration_id: String,
+    body: Option<String>,
+) -> std::result::Result<WorkerFrame, String> {
+    let body = |what: &str| {
+        body.clone()
+            .ok_or_else(|| format!("{frame_type} needs {what}"))
+    };
+    Ok(match frame_type {
+        "get-state" => WorkerFrame::GetState { migration_id },
+        "initial-state" => WorkerFrame::InitialState {
+            payload: body("a payload")?,
+            migration_id,
+        },
+        "cutover-ready" => WorkerFrame::CutoverReady {
+            payload: body("a payload")?,
+            migration_id,
+        },
+        "cutover-apply" => WorkerFrame::CutoverApply {
+            payload: body("a payload")?,
+            migration_id,
+        },
+        "abort" => WorkerFrame::Abort {
+            reason: body("a reason")?,
+            migration_id,
+        },
+        other => return Err(format!("the simulator does not send '{other}' frames")),
+    })
+}
+
+fn to_js_env(env: InstanceEnv) -> JsInstanceEnv {
+    JsInstanceEnv {
+        url: env.url,
+        token: env.token,
+    }
+}
+
+fn to_js_delivery(delivery: Delivery) -> JsDelivery {
+    JsDelivery {
+        connection: delivery.connection,
+        job_id: delivery.instance.job_id,
+        role: delivery.instance.role,
+    }
+}
+
+fn to_js(at_ms: f64, event: Event) -> JsWorkerEvent {
+    let mut js = JsWorkerEvent {
+        kind: String::new(),
+        at_ms,
+        connection: None,
+        path: None,
+        job_id: None,
+        role: None,
+        text: None,
+        code: None,
+        reason: None,
+        by: None,
+        rule: None,
+        detail: None,
+        ticket: None,
+        error: None,
+    };
+    match event {
+        Event::Connected {
+            connection,
+            path,
+            instance,
+        } => {
+            js.kind = "connection".into();
+            js.connection = Some(connection);
+            js.path = Some(path);
+            set_instance(&mut js, instance);
+        }
+        Event::Received {
+            connection,
+            instance,
+            frame,
+        } => {
+            js.kind = "frame".into();
+            js.connection = Some(connection);
+            js.text = Some(frame.to_text());
+            set_instance(&mut js, Some(instance));
+        }
+        Event::Sent {
+            connection,
+            instance,
+            frame,
+        } => {
+            js.kind = "sent".into();
+            js.connection = Some(connection);
+            js.text = Some(frame.to_text());
+            set_instance(&mut js, Some(instance));
+        }
+        Event::Violation {
+            connection,
+            path,
+            instance,
+            rule,
+            detail,
+        } => {
+            js.kind = "violation".into();
+            js.connection = Some(connection);
+            js.path = Some(path);
+            js.code = Some(u32::from(rule.close_code()));
+            js.rule = Some(rule.name().into());
+            js.detail = Some(detail);
+            set_instance(&mut js, instance);
+        }
+        Event::Closed {
+            connection,
+            instance,
+            code,
+            reason,
+            by,
+        } => {
+            js.kind = "close".into();
+            js.connection = Some(connection);
+            js.code = Some(u32::from(code));
+            js.reason = Some(reason);
+            js.by = Some(by.as_str().into());
+            set_instance(&mut js, instance);
+        }
+        Event::Done { ticket, error } => {
+            js.kind = "done".into();
+            js.ticket = Some(ticket);
+            js.error = error;
+        }
+    }
+    js
+}
+
+fn set_instance(js: &mut JsWorkerEvent, instance: Option<InstanceKey>) {
+    if let Some(instance) = instance {
+        js.job_id = Some(instance.job_id);
+        js.role = Some(instance.role);
+    }
+}
