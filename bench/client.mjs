@@ -3,7 +3,7 @@
 // its own footprint from /proc/self/status.
 // Usage: node --expose-gc client.mjs <module URL> <url> <source|target>
 import { readFileSync } from 'node:fs'
-import { TOKEN, POSITION, STATE } from './frames.mjs'
+import { TOKEN, POSITION, STATE, ECHO_ID } from './frames.mjs'
 
 const HARD_LIMIT_MS = Number(process.env.BENCH_CHILD_LIMIT_MS ?? 20 * 60_000)
 setTimeout(() => process.exit(3), HARD_LIMIT_MS).unref()
@@ -26,7 +26,8 @@ process.send({ type: 'imported', footprint: before })
 let client
 const handlers = {
   onGetState: () => STATE,
-  onCutoverReady: (payload) => client.reportStoppedOutput(payload),
+  // The source stops and reports where: its position, or for ECHO_ID the payload it was given.
+  onCutoverReady: (payload, id) => client.reportStoppedOutput(id === ECHO_ID ? payload : POSITION),
   onInitialState: () => client.reportReady(POSITION),
   onCutoverApply: () => client.reportApplied(),
   onAbort: () => {},

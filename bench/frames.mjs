@@ -2,6 +2,8 @@
 
 export const TOKEN = 'bench-token'
 export const MIGRATION_ID = 'mig-bench-0001'
+/** A cutover-ready for this migration is answered with its own payload (the other with POSITION). */
+export const ECHO_ID = 'mig-bench-echo'
 
 /** A cutover position, as a source or target reports it. */
 export const POSITION = { streamId: 'program', pts: 1234567890, timebase: 90000, segment: 4711 }

@@ -3,7 +3,7 @@
 // process.hrtime.bigint() — from just before `send` to the first line of the answer's 'message'
 // handler. The answer is parsed and checked only after the clock is read.
 import { WebSocketServer } from 'ws'
-import { TOKEN, MIGRATION_ID, POSITION, STATE, BIG } from './frames.mjs'
+import { TOKEN, MIGRATION_ID, ECHO_ID, POSITION, STATE, BIG } from './frames.mjs'
 
 const HARD_LIMIT_MS = Number(process.env.BENCH_CHILD_LIMIT_MS ?? 20 * 60_000)
 setTimeout(() => process.exit(3), HARD_LIMIT_MS).unref()
@@ -21,8 +21,15 @@ const SCENARIOS = {
     send: frame({ type: 'initial-state', migrationId: MIGRATION_ID, payload: STATE }),
     expect: 'target-ready',
   },
+  // 36 KB in, the stop position back.
   'cutover-36k': {
     send: frame({ type: 'cutover-ready', migrationId: MIGRATION_ID, payload: BIG }),
+    expect: 'source-stopped-output',
+    check: (m) => m.payload?.pts === POSITION.pts,
+  },
+  // 36 KB in, and the same 36 KB back (the handler reports the payload it was given).
+  'cutover-36k-echo': {
+    send: frame({ type: 'cutover-ready', migrationId: ECHO_ID, payload: BIG }),
     expect: 'source-stopped-output',
     check: (m) => Array.isArray(m.payload) && m.payload.length === BIG.length && m.payload[599].id === BIG[599].id,
   },

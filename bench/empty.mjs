@@ -1,0 +1,1 @@
+// Empty: importing it measures Node's ES module loader on its own (bench/run.mjs).
