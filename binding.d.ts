@@ -11,12 +11,12 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 export declare class Client {
   /**
-   * A client on the native transport; connects at once. `dispatch` receives the runtime
+   * A client on the native transport; `start()` connects. `dispatch` receives the runtime
    * thread's log lines and handler calls.
    */
-  static native(url: string, token: string, name: string, reconnectMinMs: number, reconnectMaxMs: number, dispatch: (arg: Array<JsAction>) => void): Client
+  static native(options: ClientOptions, dispatch: (arg: Array<JsAction>) => void): Client
   /** A client whose socket is a JavaScript object the glue drives; `start()` begins. */
-  static jsSocket(url: string, token: string, name: string, reconnectMinMs: number, reconnectMaxMs: number): Client
+  static jsSocket(options: ClientOptions): Client
   get role(): string
   get connected(): boolean
   get migrationId(): string | null
@@ -65,6 +65,20 @@ export declare class TestWorkerHandle {
   restart(): number
   kill(): number
   close(): number
+}
+
+/** What `connectMigration` was given, resolved to values by the glue. */
+export interface ClientOptions {
+  url: string
+  token: string
+  name: string
+  reconnectMinMs: number
+  reconnectMaxMs: number
+  reconnectJitter: number
+  /** Native transport only; 0 disables. */
+  heartbeatMs: number
+  /** Native transport only; 0 disables. */
+  connectTimeoutMs: number
 }
 
 export declare const HANDLER_ABORT: number

@@ -106,6 +106,18 @@ export interface ConnectMigrationOptions {
   reconnectMinMs?: number
   /** Longest reconnect delay in ms (default 30000). */
   reconnectMaxMs?: number
+  /** Each reconnect delay d is drawn uniformly from [d·(1 − j), d], so that the products of a
+   *  restarted worker do not all come back at once. Default 0.2 on the native transport, 0 (the
+   *  exact schedule) with `WebSocket`. The backoff resets only after a hello-ack. */
+  reconnectJitter?: number
+  /** Native transport: ping the worker this often, in ms (default 15000; 0 disables). A
+   *  connection with no frame and no pong for twice this long is declared dead, closed and
+   *  reconnected — a frozen worker or a half-open network is found this way. */
+  heartbeatMs?: number
+  /** Native transport: the TCP connect, the WebSocket upgrade and the hello-ack must all
+   *  complete within this many ms (default 10000; 0 disables), else the attempt counts as
+   *  failed and backs off. */
+  connectTimeoutMs?: number
   /** Receives one line per event. Default: `console.error` with the prefix `[migration] `. */
   log?: (line: string) => void
   /** The product's name in refusals the client makes for it. Default: `NORSK_RUNTIME_ID` from

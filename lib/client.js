@@ -38,6 +38,11 @@ const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
 const MAX_FRAME_BYTES = 64 * 1024
 const DEFAULT_MIN_BACKOFF_MS = 1_000
 const DEFAULT_MAX_BACKOFF_MS = 30_000
+const DEFAULT_HEARTBEAT_MS = 15_000
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+// Native transport only: a product's own socket keeps the reference's exact schedule, so its
+// fake-timer tests drive the backoff as they always did.
+const DEFAULT_NATIVE_JITTER = 0.2
 
 function stateRefusal(reason) {
   return { refused: true, reason }
@@ -79,8 +84,16 @@ function noopClient() {
 }
 
 function socketClient(handlers, url, token, name, opts) {
-  const minMs = Number(opts.reconnectMinMs ?? DEFAULT_MIN_BACKOFF_MS)
-  const maxMs = Number(opts.reconnectMaxMs ?? DEFAULT_MAX_BACKOFF_MS)
+  const options = {
+    url,
+    token,
+    name,
+    reconnectMinMs: Number(opts.reconnectMinMs ?? DEFAULT_MIN_BACKOFF_MS),
+    reconnectMaxMs: Number(opts.reconnectMaxMs ?? DEFAULT_MAX_BACKOFF_MS),
+    reconnectJitter: Number(opts.reconnectJitter ?? (opts.WebSocket ? 0 : DEFAULT_NATIVE_JITTER)),
+    heartbeatMs: Number(opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS),
+    connectTimeoutMs: Number(opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
+  }
   const userLog = opts.log ?? ((line) => console.error(`[migration] ${line}`))
   const log = (line) => {
     try {
@@ -96,9 +109,7 @@ function socketClient(handlers, url, token, name, opts) {
   let view = { seq: 0, role: 'source', migrationId: undefined, connected: false }
   // The socket transport, when the product supplies the socket class; else native.
   let transport
-  const core = opts.WebSocket
-    ? Client.jsSocket(url, token, name, minMs, maxMs)
-    : Client.native(url, token, name, minMs, maxMs, dispatchFromRuntime)
+  const core = opts.WebSocket ? Client.jsSocket(options) : Client.native(options, dispatchFromRuntime)
   if (opts.WebSocket) transport = jsSocketTransport(opts.WebSocket, url, () => core, (actions) => run(actions))
 
   // Called through the threadsafe function: an exception here would be fatal to the process.

@@ -7,13 +7,16 @@
 //! so the glue runs it synchronously on the JavaScript thread as the reference client does.
 
 use crate::frames::{AppliedSummary, FailedPart};
-use crate::native::{JsSink, JsWork, NativeClient};
+use crate::native::{JsSink, JsWork, NativeClient, NativeTimers};
 use crate::protocol::{
     Action, Call, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, TooLarge,
 };
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
 
 #[napi]
 pub const OP_LOG: u32 = 1;
@@ -86,6 +89,37 @@ pub struct JsAction {
     pub m: Option<f64>,
 }
 
+/// What `connectMigration` was given, resolved to values by the glue.
+#[napi(object)]
+pub struct ClientOptions {
+    pub url: String,
+    pub token: String,
+    pub name: String,
+    pub reconnect_min_ms: f64,
+    pub reconnect_max_ms: f64,
+    pub reconnect_jitter: f64,
+    /// Native transport only; 0 disables.
+    pub heartbeat_ms: f64,
+    /// Native transport only; 0 disables.
+    pub connect_timeout_ms: f64,
+}
+
+fn core(options: ClientOptions) -> Protocol {
+    Protocol::new(Config {
+        url: options.url,
+        token: options.token,
+        name: options.name,
+        reconnect_min_ms: options.reconnect_min_ms,
+        reconnect_max_ms: options.reconnect_max_ms,
+        reconnect_jitter: options.reconnect_jitter,
+        seed: RandomState::new().build_hasher().finish(),
+    })
+}
+
+fn positive_ms(ms: f64) -> Option<Duration> {
+    (ms.is_finite() && ms > 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+}
+
 #[napi(object)]
 pub struct JsFailedPart {
     pub id: String,
@@ -124,29 +158,21 @@ pub struct Client {
 
 #[napi]
 impl Client {
-    /// A client on the native transport; connects at once. `dispatch` receives the runtime
+    /// A client on the native transport; `start()` connects. `dispatch` receives the runtime
     /// thread's log lines and handler calls.
     #[napi(factory)]
-    pub fn native(
-        url: String,
-        token: String,
-        name: String,
-        reconnect_min_ms: f64,
-        reconnect_max_ms: f64,
-        dispatch: Function<Vec<JsAction>, ()>,
-    ) -> Result<Client> {
+    pub fn native(options: ClientOptions, dispatch: Function<Vec<JsAction>, ()>) -> Result<Client> {
         let tsfn: Dispatch = dispatch
             .build_threadsafe_function()
             .callee_handled::<false>()
             .build()?;
-        let core = Protocol::new(Config {
-            url: url.clone(),
-            token,
-            name,
-            reconnect_min_ms,
-            reconnect_max_ms,
-        });
-        let native = NativeClient::start(core, url, TsfnSink(tsfn)).map_err(Error::from_reason)?;
+        let timers = NativeTimers {
+            heartbeat: positive_ms(options.heartbeat_ms),
+            connect_timeout: positive_ms(options.connect_timeout_ms),
+        };
+        let url = options.url.clone();
+        let native = NativeClient::start(core(options), url, timers, TsfnSink(tsfn))
+            .map_err(Error::from_reason)?;
         Ok(Client {
             transport: Transport::Native(native),
         })
@@ -154,22 +180,9 @@ impl Client {
 
     /// A client whose socket is a JavaScript object the glue drives; `start()` begins.
     #[napi(factory)]
-    pub fn js_socket(
-        url: String,
-        token: String,
-        name: String,
-        reconnect_min_ms: f64,
-        reconnect_max_ms: f64,
-    ) -> Client {
-        let core = Protocol::new(Config {
-            url,
-            token,
-            name,
-            reconnect_min_ms,
-            reconnect_max_ms,
-        });
+    pub fn js_socket(options: ClientOptions) -> Client {
         Client {
-            transport: Transport::JsSocket(Box::new(core)),
+            transport: Transport::JsSocket(Box::new(core(options))),
         }
     }
 

@@ -7,16 +7,22 @@
 use crate::frames::MAX_FRAME_BYTES;
 use crate::protocol::{Action, Outbound, Protocol, Role};
 use futures_util::{SinkExt, StreamExt};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use rustls::{ClientConfig, RootCertStore};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{
+    connect_async_tls_with_config, Connector, MaybeTlsStream, WebSocketStream,
+};
 
 /// How long a closing client waits for the worker to answer its close frame.
 const CLOSE_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -71,6 +77,15 @@ struct State<S> {
     status: Status,
 }
 
+/// The native transport's own clocks (the core has none).
+#[derive(Debug, Clone, Copy)]
+pub struct NativeTimers {
+    /// Ping this often; a connection silent for twice as long is dead.
+    pub heartbeat: Option<Duration>,
+    /// TCP connect, upgrade and hello-ack must all happen within this.
+    pub connect_timeout: Option<Duration>,
+}
+
 pub struct NativeClient<S: JsSink> {
     state: Arc<Mutex<State<S>>>,
 }
@@ -78,7 +93,7 @@ pub struct NativeClient<S: JsSink> {
 impl<S: JsSink> NativeClient<S> {
     /// Starts the connection task on the shared runtime thread; it connects once the core asks
     /// (`Protocol::start`).
-    pub fn start(core: Protocol, url: String, js: S) -> Result<Self, String> {
+    pub fn start(core: Protocol, url: String, timers: NativeTimers, js: S) -> Result<Self, String> {
         let handle = runtime()?;
         let (control, rx) = mpsc::unbounded_channel();
         let state = Arc::new(Mutex::new(State {
@@ -93,7 +108,7 @@ impl<S: JsSink> NativeClient<S> {
                 connected: false,
             },
         }));
-        handle.spawn(drive(state.clone(), rx, url));
+        handle.spawn(drive(state.clone(), rx, url, timers));
         Ok(NativeClient { state })
     }
 
@@ -164,8 +179,9 @@ fn route<S>(state: &mut State<S>) -> JsWork {
     }
 }
 
-/// Feeds the core from the runtime thread and hands the JavaScript work to the sink.
-fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) {
+/// Feeds the core from the runtime thread and hands the JavaScript work to the sink. Returns
+/// whether the client is connected (hello-acked) afterwards.
+fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) -> bool {
     let mut state = lock(state);
     f(&mut state.core);
     let work = route(&mut state);
@@ -174,6 +190,7 @@ fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) {
             sink.deliver(work);
         }
     }
+    state.core.connected()
 }
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -186,10 +203,52 @@ fn socket_config() -> WebSocketConfig {
 }
 
 async fn connect(url: String) -> Result<Socket, String> {
-    match tokio_tungstenite::connect_async_with_config(url, Some(socket_config()), true).await {
+    // wss only ever through rustls with our trust store; ws stays plain. tungstenite neither
+    // follows redirects nor falls back from wss to ws.
+    let connector = if url.starts_with("wss:") {
+        Some(Connector::Rustls(tls_config()?))
+    } else {
+        None
+    };
+    match connect_async_tls_with_config(url, Some(socket_config()), true, connector).await {
         Ok((socket, _response)) => Ok(socket),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// The TLS client configuration: the platform's trust store plus the CAs in
+/// `NODE_EXTRA_CA_CERTS` (the Node convention a product already uses), ring as the crypto
+/// provider (named explicitly: rustls panics when it has to guess), hostnames verified.
+fn tls_config() -> Result<Arc<ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let mut roots = RootCertStore::empty();
+            for cert in rustls_native_certs::load_native_certs().certs {
+                // A platform certificate rustls cannot use is one fewer root, not a failure.
+                let _ = roots.add(cert);
+            }
+            if let Some(path) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|p| !p.is_empty()) {
+                let shown = path.to_string_lossy().into_owned();
+                let pem = std::fs::read(&path)
+                    .map_err(|e| format!("cannot read NODE_EXTRA_CA_CERTS ({shown}): {e}"))?;
+                for cert in CertificateDer::pem_slice_iter(&pem) {
+                    let cert = cert
+                        .map_err(|e| format!("NODE_EXTRA_CA_CERTS ({shown}) is not PEM: {e:?}"))?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("NODE_EXTRA_CA_CERTS ({shown}): {e}"))?;
+                }
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| format!("TLS set-up failed: {e}"))?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            Ok(Arc::new(config))
+        })
+        .clone()
 }
 
 type Connecting = Pin<Box<dyn Future<Output = Result<Socket, String>> + Send>>;
@@ -199,10 +258,18 @@ async fn drive<S: JsSink>(
     state: Arc<Mutex<State<S>>>,
     mut control: mpsc::UnboundedReceiver<Control>,
     url: String,
+    timers: NativeTimers,
 ) {
     let mut socket: Option<Socket> = None;
     let mut connecting: Option<Connecting> = None;
-    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    let mut reconnect: Option<Timer> = None;
+    // Until the hello-ack: the whole attempt's deadline.
+    let mut attempt_deadline: Option<Timer> = None;
+    // While a socket is open: when to ping next, and when silence means death.
+    let mut next_ping: Option<Timer> = None;
+    let mut silence_deadline: Option<Timer> = None;
+    let heartbeat = timers.heartbeat;
+    let silence = heartbeat.map(|h| h * 2);
     let mut generation = 0u64;
 
     loop {
@@ -213,14 +280,12 @@ async fn drive<S: JsSink>(
                     Control::Open => {
                         socket = None;
                         connecting = Some(Box::pin(connect(url.clone())));
+                        attempt_deadline = timers.connect_timeout.map(timer);
                     }
                     Control::Send(out, for_generation) => {
                         let live = socket.as_mut().filter(|_| for_generation == generation);
                         let result = match live {
-                            Some(ws) => ws
-                                .send(Message::text(out.text.clone()))
-                                .await
-                                .map_err(|e| e.to_string()),
+                            Some(ws) => write(ws, Message::text(out.text.clone()), silence).await,
                             None => Err("the connection it was meant for has ended".to_owned()),
                         };
                         if let Err(error) = result {
@@ -230,15 +295,14 @@ async fn drive<S: JsSink>(
                     }
                     Control::Close(code, reason) => {
                         connecting = None;
+                        attempt_deadline = None;
                         if let Some(mut ws) = socket.take() {
                             close_socket(&mut ws, code, reason).await;
                         }
                         end_connection(&state, &mut socket, &mut generation);
                     }
-                    Control::StartTimer(delay_ms) => {
-                        timer = Some(Box::pin(tokio::time::sleep(delay(delay_ms))));
-                    }
-                    Control::CancelTimer => timer = None,
+                    Control::StartTimer(delay_ms) => reconnect = Some(timer(delay(delay_ms))),
+                    Control::CancelTimer => reconnect = None,
                     Control::Wake => {}
                 }
             }
@@ -247,50 +311,111 @@ async fn drive<S: JsSink>(
                 match result {
                     Ok(ws) => {
                         socket = Some(ws);
+                        next_ping = heartbeat.map(timer);
+                        silence_deadline = silence.map(timer);
                         feed(&state, |core| core.on_open());
                     }
-                    Err(error) => feed(&state, |core| core.on_open_failed(&error)),
+                    Err(error) => {
+                        attempt_deadline = None;
+                        feed(&state, |core| core.on_open_failed(&error));
+                    }
                 }
             }
-            msg = next_message(&mut socket) => match msg {
-                Some(Ok(Message::Text(text))) => feed(&state, |core| core.on_frame(text.as_str())),
-                Some(Ok(Message::Binary(bytes))) => {
-                    // D12: a binary frame is text in UTF-8, as Buffer's toString reads it.
-                    let text = String::from_utf8_lossy(&bytes).into_owned();
-                    feed(&state, |core| core.on_frame(&text));
+            msg = next_message(&mut socket) => {
+                if let (Some(deadline), Some(window)) = (silence_deadline.as_mut(), silence) {
+                    deadline.as_mut().reset(Instant::now() + window);
                 }
-                Some(Ok(Message::Close(frame))) => {
-                    // tungstenite queued the close reply; flush it so the worker sees a clean
-                    // close rather than 1006.
-                    if let Some(ws) = socket.as_mut() {
-                        let _ = ws.flush().await;
+                let connected = match msg {
+                    Some(Ok(Message::Text(text))) => feed(&state, |core| core.on_frame(text.as_str())),
+                    Some(Ok(Message::Binary(bytes))) => {
+                        // D12: a binary frame is text in UTF-8, as Buffer's toString reads it.
+                        let text = String::from_utf8_lossy(&bytes).into_owned();
+                        feed(&state, |core| core.on_frame(&text))
                     }
-                    let (code, reason) = match frame {
-                        Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
-                        None => (1005, String::new()),
-                    };
-                    end_connection(&state, &mut socket, &mut generation);
-                    feed(&state, |core| core.on_closed(code, &reason));
+                    Some(Ok(Message::Close(frame))) => {
+                        // tungstenite queued the close reply; flush it so the worker sees a
+                        // clean close rather than 1006.
+                        if let Some(ws) = socket.as_mut() {
+                            let _ = ws.flush().await;
+                        }
+                        let (code, reason) = match frame {
+                            Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
+                            None => (1005, String::new()),
+                        };
+                        end_connection(&state, &mut socket, &mut generation);
+                        feed(&state, |core| core.on_closed(code, &reason))
+                    }
+                    // Pings are answered by tungstenite itself; pongs only prove life.
+                    Some(Ok(_)) => false,
+                    Some(Err(_)) | None => {
+                        end_connection(&state, &mut socket, &mut generation);
+                        feed(&state, |core| core.on_error())
+                    }
+                };
+                if connected {
+                    attempt_deadline = None;
                 }
-                // Pings are answered by tungstenite itself.
-                Some(Ok(_)) => {}
-                Some(Err(_)) | None => {
-                    end_connection(&state, &mut socket, &mut generation);
-                    feed(&state, |core| core.on_error());
-                }
-            },
-            () = until_fired(&mut timer) => {
-                timer = None;
+            }
+            () = until_fired(&mut reconnect) => {
+                reconnect = None;
                 feed(&state, |core| core.on_timer());
+            }
+            () = until_fired(&mut next_ping) => {
+                next_ping = heartbeat.map(timer);
+                if let Some(ws) = socket.as_mut() {
+                    if let Err(error) = write(ws, Message::Ping(Default::default()), silence).await {
+                        end_connection(&state, &mut socket, &mut generation);
+                        feed(&state, |core| core.on_stalled(&format!("ping failed: {error}")));
+                    }
+                }
+            }
+            () = until_fired(&mut silence_deadline) => {
+                let window = silence.map_or(0, |w| w.as_millis());
+                end_connection(&state, &mut socket, &mut generation);
+                feed(&state, |core| core.on_stalled(&format!("no frame or pong from the worker for {window} ms")));
+            }
+            () = until_fired(&mut attempt_deadline) => {
+                let limit = timers.connect_timeout.map_or(0, |t| t.as_millis());
+                connecting = None;
+                end_connection(&state, &mut socket, &mut generation);
+                feed(&state, |core| core.on_stalled(&format!("no hello-ack within {limit} ms of connecting")));
             }
         }
 
-        if socket.is_none() && connecting.is_none() && lock(&state).core.is_finished() {
-            break;
+        if socket.is_none() {
+            next_ping = None;
+            silence_deadline = None;
+            if connecting.is_none() {
+                attempt_deadline = None;
+                if lock(&state).core.is_finished() {
+                    break;
+                }
+            }
         }
     }
     // Nothing more will reach JavaScript: let the process exit if it has nothing else to do.
     lock(&state).js = None;
+}
+
+type Timer = Pin<Box<tokio::time::Sleep>>;
+
+fn timer(after: Duration) -> Timer {
+    Box::pin(tokio::time::sleep(after))
+}
+
+/// Sends one message; a peer that stops reading cannot hold the task longer than `limit`.
+async fn write(ws: &mut Socket, msg: Message, limit: Option<Duration>) -> Result<(), String> {
+    let send = ws.send(msg);
+    match limit {
+        Some(limit) => match tokio::time::timeout(limit, send).await {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(_) => Err(format!(
+                "the worker took no data for {} ms",
+                limit.as_millis()
+            )),
+        },
+        None => send.await.map_err(|e| e.to_string()),
+    }
 }
 
 async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Socket, String> {
@@ -309,7 +434,7 @@ async fn next_message(
     }
 }
 
-async fn until_fired(timer: &mut Option<Pin<Box<tokio::time::Sleep>>>) {
+async fn until_fired(timer: &mut Option<Timer>) {
     match timer {
         Some(sleep) => sleep.await,
         None => std::future::pending().await,

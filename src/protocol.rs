@@ -23,6 +23,11 @@ pub struct Config {
     pub name: String,
     pub reconnect_min_ms: f64,
     pub reconnect_max_ms: f64,
+    /// Each reconnect delay is drawn uniformly from [d·(1 − jitter), d]; 0 keeps the
+    /// reference's exact schedule.
+    pub reconnect_jitter: f64,
+    /// Seeds the jitter's random draws; the core keeps no clock and no entropy of its own.
+    pub seed: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,12 +188,13 @@ pub struct Protocol {
     held: Option<Outbound>,
     state_request: Option<StateRequest>,
     actions: VecDeque<Action>,
+    /// xorshift64* state for the jitter.
+    random: u64,
 }
 
 impl Protocol {
     pub fn new(cfg: Config) -> Self {
         Protocol {
-            cfg,
             socket: Socket::None,
             role: Role::Source,
             migration_id: None,
@@ -199,6 +205,9 @@ impl Protocol {
             held: None,
             state_request: None,
             actions: VecDeque::new(),
+            // xorshift must not start at zero.
+            random: cfg.seed | 1,
+            cfg,
         }
     }
 
@@ -391,6 +400,21 @@ impl Protocol {
             return;
         }
         self.log("socket error; will reconnect".to_owned());
+        self.actions.push_back(Action::Close {
+            code: None,
+            reason: None,
+        });
+        self.schedule_reconnect(None);
+    }
+
+    /// The transport gave up on the current socket: the connect attempt (TCP, upgrade and
+    /// hello-ack) took too long, or the worker went silent (no frame or pong within the
+    /// heartbeat's window). `why` says which, for the log.
+    pub fn on_stalled(&mut self, why: &str) {
+        if !self.end_socket() {
+            return;
+        }
+        self.log(format!("{why}; reconnecting"));
         self.actions.push_back(Action::Close {
             code: None,
             reason: None,
@@ -687,10 +711,25 @@ impl Protocol {
             return;
         }
         let backoff = self.cfg.reconnect_min_ms * 2f64.powi(self.attempt as i32);
-        let delay_ms = fixed_delay_ms.unwrap_or_else(|| self.cfg.reconnect_max_ms.min(backoff));
+        let mut delay_ms = fixed_delay_ms.unwrap_or_else(|| self.cfg.reconnect_max_ms.min(backoff));
+        let jitter = self.cfg.reconnect_jitter.clamp(0.0, 1.0);
+        if jitter > 0.0 {
+            delay_ms *= 1.0 - jitter * self.next_random();
+        }
         self.attempt = (self.attempt + 1).min(30);
         self.timer_armed = true;
         self.actions.push_back(Action::StartTimer { delay_ms });
+    }
+}
+
+impl Protocol {
+    /// A uniform draw from [0, 1).
+    fn next_random(&mut self) -> f64 {
+        self.random ^= self.random >> 12;
+        self.random ^= self.random << 25;
+        self.random ^= self.random >> 27;
+        let bits = self.random.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11;
+        bits as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -761,6 +800,8 @@ mod tests {
             name: "demo".into(),
             reconnect_min_ms: 1000.0,
             reconnect_max_ms: 30000.0,
+            reconnect_jitter: 0.0,
+            seed: 7,
         })
     }
 
@@ -1021,6 +1062,43 @@ mod tests {
         p.on_frame(r#"{"type":"hello-ack"}"#);
         p.on_closed(1001, "going away");
         assert_eq!(timers(&take(&mut p)), vec![1000.0]);
+    }
+
+    #[test]
+    fn jitter_draws_each_delay_from_the_lower_part_of_its_window() {
+        let mut p = Protocol::new(Config {
+            reconnect_jitter: 0.2,
+            ..core().cfg
+        });
+        p.start();
+        let mut delays = Vec::new();
+        for _ in 0..200 {
+            p.on_error();
+            delays.extend(timers(&take(&mut p)));
+            p.on_timer();
+            take(&mut p);
+        }
+        let capped = &delays[10..];
+        assert!(capped.iter().all(|d| (24000.0..=30000.0).contains(d)));
+        assert!(capped.iter().any(|d| *d < 25000.0) && capped.iter().any(|d| *d > 29000.0));
+        assert!((800.0..=1000.0).contains(&delays[0]));
+    }
+
+    #[test]
+    fn a_stalled_socket_is_closed_and_retried() {
+        let mut p = connected(None);
+        p.on_stalled("no frame or pong from the worker for 30000 ms");
+        let actions = take(&mut p);
+        assert_eq!(
+            logs(&actions),
+            vec!["no frame or pong from the worker for 30000 ms; reconnecting"]
+        );
+        assert!(actions.contains(&Action::Close {
+            code: None,
+            reason: None
+        }));
+        assert_eq!(timers(&actions), vec![1000.0]);
+        assert!(!p.connected());
     }
 
     #[test]

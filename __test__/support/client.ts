@@ -24,6 +24,7 @@ export function useHarness(): Harness {
         log: (line) => harness.logs.push(line),
         reconnectMinMs: 20,
         reconnectMaxMs: 200,
+        reconnectJitter: 0,
         ...opts,
       })
       clients.push(client)
