@@ -157,7 +157,8 @@ pub enum Event {
         path: String,
         instance: Option<InstanceKey>,
     },
-    /// A frame from a job that passed the schema (as validated: unknown keys dropped).
+    /// A frame from a job that the worker accepted: schema-valid (as validated, unknown keys
+    /// dropped) and in phase. A frame that breaks a rule is described by its `Violation`.
     Received {
         connection: u32,
         instance: InstanceKey,
@@ -815,15 +816,17 @@ impl<S: EventSink> Connection<S> {
                     Ok(frame) => frame,
                     Err(end) => return end,
                 };
-                self.received(&instance, &frame);
-                let JobFrame::Hello { token } = frame else {
+                let JobFrame::Hello { token } = &frame else {
                     return End::Broke(
                         Rule::NotHello,
                         format!("expected hello, got '{}'", frame.type_name()),
                     );
                 };
-                match self.authenticate(&instance, &token) {
-                    Ok(outbox) => outbox,
+                match self.authenticate(&instance, token) {
+                    Ok(outbox) => {
+                        self.received(&instance, &frame);
+                        outbox
+                    }
                     Err(end) => return end,
                 }
             }
@@ -915,22 +918,20 @@ impl<S: EventSink> Connection<S> {
         Ok(())
     }
 
-    /// A frame on an acknowledged connection.
+    /// A frame on an acknowledged connection, recorded once it is accepted.
     fn on_frame(&self, instance: &InstanceKey, frame: JobFrame) -> Result<(), End> {
-        self.received(instance, &frame);
-        match frame {
+        let accepted = match &frame {
             JobFrame::Hello { .. } => Err(End::Broke(
                 Rule::SecondHello,
                 "a hello on a connection already acknowledged".to_owned(),
             )),
             JobFrame::State { .. } | JobFrame::StateRefused { .. } => {
-                match self.take_get_state(instance) {
-                    Some(_) => Ok(()),
-                    None => Err(End::Broke(
+                self.take_get_state(instance).map(|_| ()).ok_or_else(|| {
+                    End::Broke(
                         Rule::UnexpectedAnswer,
                         format!("'{}' with no get-state in flight", frame.type_name()),
-                    )),
-                }
+                    )
+                })
             }
             JobFrame::Abort { .. } => {
                 // A job that gives up ends its unanswered propose too.
@@ -938,7 +939,10 @@ impl<S: EventSink> Connection<S> {
                 Ok(())
             }
             _ => Ok(()),
-        }
+        };
+        accepted?;
+        self.received(instance, &frame);
+        Ok(())
     }
 
     fn take_get_state(&self, instance: &InstanceKey) -> Option<String> {

@@ -1,0 +1,457 @@
+'use strict'
+// The testing kit, `@norskvideo/ctl-migration/testing`: a worker simulator on loopback (Rust, in
+// the addon: src/simulator.rs) that enforces the real worker's rules and records everything it
+// sees, and `runHandover`, which drives a whole handover between two products as the worker does.
+// Everything here waits on the simulator's events, each wait bounded by a deadline.
+
+const { TestWorkerHandle } = require('../binding.js')
+
+const DEFAULT_JOB_ID = 'test-job'
+const DEFAULT_ROLE = 'main'
+const DEFAULT_TIMEOUT_MS = 5_000
+/** Restart, kill and close wait for every connection to end; a close waits up to ~1 s each. */
+const LIFECYCLE_TIMEOUT_MS = 10_000
+
+const HANDOVER_STEPS = ['propose', 'launch', 'initial-state', 'cutover-ready', 'cutover-apply']
+
+/** What runHandover needs of a worker beyond its public API, by worker. */
+const internals = new WeakMap()
+
+async function startTestWorker(opts) {
+  const helloTimeoutMs = (opts ?? {}).helloTimeoutMs
+  if (helloTimeoutMs !== undefined && !(typeof helloTimeoutMs === 'number' && helloTimeoutMs > 0 && Number.isFinite(helloTimeoutMs))) {
+    throw new TypeError('startTestWorker: helloTimeoutMs must be a positive number of milliseconds')
+  }
+
+  const connections = []
+  const frames = []
+  const sent = []
+  const closes = []
+  const violations = []
+  const finished = new Map()
+  const consumed = new WeakSet()
+  const waiters = new Set()
+  let seq = 0
+  let handovers = 0
+  let closing
+
+  const native = TestWorkerHandle.start(helloTimeoutMs, (event) => {
+    // Called through a threadsafe function: an exception here would be fatal to the process.
+    try {
+      record(event)
+    } catch (e) {
+      process.emitWarning(`test worker: cannot record an event: ${describe(e)}`)
+    }
+    for (const waiter of [...waiters]) waiter()
+  })
+
+  function record(e) {
+    const base = { seq: ++seq, atMs: e.atMs, connection: e.connection, jobId: e.jobId, role: e.role }
+    switch (e.kind) {
+      case 'connection':
+        connections.push({ ...base, path: e.path })
+        break
+      case 'frame':
+        frames.push({ ...base, frame: JSON.parse(e.text) })
+        break
+      case 'sent':
+        sent.push({ ...base, frame: JSON.parse(e.text) })
+        break
+      case 'violation':
+        violations.push({ ...base, path: e.path, code: e.code, rule: e.rule, detail: e.detail })
+        break
+      case 'close':
+        closes.push({ ...base, code: e.code, reason: e.reason, by: e.by })
+        break
+      case 'done':
+        finished.set(e.ticket, e.error ?? null)
+        break
+    }
+  }
+
+  // Resolves with the first value `check` returns other than undefined, checked now and after
+  // every event; rejects with `onTimeout()` after `timeoutMs`, or with what `check` throws.
+  function until(check, onTimeout, timeoutMs) {
+    return new Promise((resolve, reject) => {
+      const poll = () => {
+        let value
+        try {
+          value = check()
+        } catch (e) {
+          stop()
+          reject(e)
+          return
+        }
+        if (value !== undefined) {
+          stop()
+          resolve(value)
+        }
+      }
+      const timer = setTimeout(() => {
+        stop()
+        reject(onTimeout())
+      }, timeoutMs)
+      const stop = () => {
+        clearTimeout(timer)
+        waiters.delete(poll)
+      }
+      waiters.add(poll)
+      poll()
+    })
+  }
+
+  function send(type, migrationId, body, to) {
+    const deliveries = native.send(type, String(migrationId), body, to?.jobId, to?.role)
+    return deliveries.map((d) => ({ connection: d.connection, jobId: d.jobId, role: d.role }))
+  }
+
+  function sender(type, encode) {
+    return (migrationId, body, opts) => {
+      const to = opts?.to === undefined ? undefined : instanceOf(opts.to, type)
+      return send(type, migrationId, encode(body), to).map(({ jobId, role }) => ({ jobId, role }))
+    }
+  }
+
+  function env(jobId = DEFAULT_JOB_ID, role = DEFAULT_ROLE) {
+    return toEnv(native.env(String(jobId), String(role)))
+  }
+
+  function launchTarget(migrationId, initialState, opts) {
+    const jobId = String(opts?.jobId ?? DEFAULT_JOB_ID)
+    const role = String(opts?.role ?? `target-${migrationId}`)
+    const state = initialState === undefined ? undefined : payloadJson(initialState)
+    return toEnv(native.launchTarget(String(migrationId), jobId, role, state))
+  }
+
+  async function propose(migrationId, opts) {
+    const timeoutMs = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    const to = opts?.to === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(opts.to, 'propose')
+    const since = seq
+    const [delivery] = send('get-state', migrationId, undefined, to)
+    const outcome = await until(
+      () => settled(since, [delivery.connection], delivery.connection, ['state', 'state-refused']),
+      () => new Error(`propose ${migrationId}: no 'state' or 'state-refused' from ${name(to)} within ${timeoutMs} ms`),
+      timeoutMs,
+    )
+    if (outcome.answer) {
+      const frame = outcome.answer.frame
+      return frame.type === 'state' ? { state: frame.payload } : { refused: frame.reason }
+    }
+    throw new Error(`propose ${migrationId}: ${trouble(outcome, name(to))} before it answered`)
+  }
+
+  // The first thing after `since` that settles a wait for an answer on `connection`: the answer,
+  // or a violation, close or abort on any of `watched`.
+  function settled(since, watched, connection, answers) {
+    const after = (r) => r.seq > since && watched.includes(r.connection)
+    const violation = violations.find(after)
+    const closed = closes.find(after)
+    const aborted = frames.find((r) => after(r) && r.frame.type === 'abort')
+    const answer = frames.find((r) => after(r) && r.connection === connection && answers.includes(r.frame.type))
+    const outcomes = [violation && { violation }, closed && { closed }, aborted && { aborted }, answer && { answer }].filter(Boolean)
+    if (outcomes.length === 0) return undefined
+    return outcomes.reduce((first, o) => (recordOf(o).seq < recordOf(first).seq ? o : first))
+  }
+
+  function waitForFrame(type, opts) {
+    const timeoutMs = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    const from = opts?.from === undefined ? undefined : instanceOf(opts.from, 'waitForFrame')
+    return until(
+      () => take(frames, (r) => r.frame.type === type && (from === undefined || sameInstance(r, from))),
+      () => new Error(`waitForFrame: no '${type}' frame${from ? ` from ${name(from)}` : ''} within ${timeoutMs} ms`),
+      timeoutMs,
+    )
+  }
+
+  function waitForClose(opts) {
+    const timeoutMs = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    const from = opts?.from === undefined ? undefined : instanceOf(opts.from, 'waitForClose')
+    const code = opts?.code
+    return until(
+      () => take(closes, (r) => (code === undefined || r.code === code) && (from === undefined || sameInstance(r, from))),
+      () => new Error(`waitForClose: no close${code === undefined ? '' : ` ${code}`}${from ? ` of ${name(from)}` : ''} within ${timeoutMs} ms`),
+      timeoutMs,
+    )
+  }
+
+  // The oldest record not yet returned by a wait that matches.
+  function take(records, matches) {
+    const found = records.find((r) => !consumed.has(r) && matches(r))
+    if (found) consumed.add(found)
+    return found
+  }
+
+  async function waitForConnection(from, opts) {
+    const timeoutMs = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    const instance = from === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(from, 'waitForConnection')
+    await until(
+      () => (native.isConnected(instance.jobId, instance.role) ? true : undefined),
+      () => new Error(`waitForConnection: ${name(instance)} did not connect within ${timeoutMs} ms`),
+      timeoutMs,
+    )
+  }
+
+  async function lifecycle(what, order) {
+    const ticket = order()
+    const outcome = await until(
+      () => (finished.has(ticket) ? { error: finished.get(ticket) } : undefined),
+      () => new Error(`${what}: did not finish within ${LIFECYCLE_TIMEOUT_MS} ms`),
+      LIFECYCLE_TIMEOUT_MS,
+    )
+    finished.delete(ticket)
+    if (outcome.error) throw new Error(`${what}: ${outcome.error}`)
+  }
+
+  const worker = {
+    get port() {
+      return native.port
+    },
+    get url() {
+      return `ws://127.0.0.1:${native.port}`
+    },
+    connections,
+    frames,
+    sent,
+    closes,
+    violations,
+    env,
+    launchTarget,
+    propose,
+    initialState: sender('initial-state', payloadJson),
+    cutoverReady: sender('cutover-ready', payloadJson),
+    cutoverApply: sender('cutover-apply', payloadJson),
+    abort: sender('abort', String),
+    waitForFrame,
+    waitForClose,
+    waitForConnection,
+    restart: () => lifecycle('restart', () => native.restart()),
+    kill: () => lifecycle('kill', () => native.kill()),
+    close: () => {
+      closing ??= lifecycle('close', () => native.close())
+      return closing
+    },
+  }
+  internals.set(worker, {
+    until,
+    send,
+    settled,
+    seq: () => seq,
+    nowMs: () => native.nowMs(),
+    nextMigrationId: () => `handover-${++handovers}`,
+  })
+  return worker
+}
+
+// ── runHandover ────────────────────────────────────────────────────────────
+
+const HINTS = {
+  propose: "the source's onGetState should return its state or a stateRefusal",
+  launch: 'the launcher should call connectMigration with the env it is given',
+  'initial-state': 'the target should call reportReady once it has adopted the initial state',
+  'cutover-ready': "the source's onCutoverReady should stop output and call reportStoppedOutput",
+  'cutover-apply': "the target's onCutoverApply should take over and call reportApplied",
+}
+
+class HandoverError extends Error {
+  constructor(message, details) {
+    super(message)
+    this.name = 'HandoverError'
+    this.migrationId = details.migrationId
+    this.step = details.step
+    this.kind = details.kind
+    this.timeline = details.timeline
+  }
+}
+
+async function runHandover(opts) {
+  const { worker, source, target, migrationId: requestedId, stepTimeoutMs = DEFAULT_TIMEOUT_MS, abortAfter } = opts ?? {}
+  const kit = internals.get(worker)
+  if (!kit) throw new TypeError('runHandover: `worker` must be a worker from startTestWorker()')
+  if (typeof target !== 'function') {
+    throw new TypeError('runHandover: `target` must be a function that starts the target product with the env it is given')
+  }
+  if (abortAfter !== undefined && !HANDOVER_STEPS.includes(abortAfter)) {
+    throw new TypeError(`runHandover: abortAfter must be one of ${HANDOVER_STEPS.join(', ')}`)
+  }
+  const sourceInstance = instanceOf(source ?? worker.env(), 'runHandover source')
+  const migrationId = String(requestedId ?? kit.nextMigrationId())
+  const timeline = { migrationId, steps: [], totalMs: 0 }
+  const sides = { source: { instance: sourceInstance, connection: undefined }, target: { instance: undefined, connection: undefined } }
+  const watched = () => [sides.source.connection, sides.target.connection].filter((c) => c !== undefined)
+
+  function fail(step, kind, detail) {
+    if (kind !== 'refused') {
+      try {
+        kit.send('abort', migrationId, `runHandover: step '${step}' ${kind === 'stalled' ? 'stalled' : 'failed'}`)
+      } catch {
+        // nobody left to tell
+      }
+    }
+    const verb = { stalled: 'stalled', protocol: 'broke the protocol' }[kind] ?? 'failed'
+    return new HandoverError(`runHandover ${migrationId}: step '${step}' ${verb}: ${detail}`, { migrationId, step, kind, timeline })
+  }
+
+  // A violation, close or abort that ended a step.
+  function failure(step, outcome) {
+    const who = recordOf(outcome).connection === sides.source.connection ? 'source' : 'target'
+    const kind = outcome.violation ? 'protocol' : outcome.closed ? 'closed' : 'aborted'
+    return fail(step, kind, trouble(outcome, `the ${who}`))
+  }
+
+  // Waits for `side`'s answer to what it was just sent (at `startedAtMs`), watching both sides.
+  async function answer(step, side, sentType, since, answers) {
+    const connection = sides[side].connection
+    const outcome = await kit.until(
+      () => kit.settled(since, watched(), connection, answers),
+      () =>
+        fail(
+          step,
+          'stalled',
+          `the ${side} sent no ${answers.map((a) => `'${a}'`).join(' or ')} within ${stepTimeoutMs} ms of '${sentType}' (${HINTS[step]})`,
+        ),
+      stepTimeoutMs,
+    )
+    if (!outcome.answer) throw failure(step, outcome)
+    const sentRecord = worker.sent.find((r) => r.seq > since && r.connection === connection && r.frame.type === sentType)
+    return { record: outcome.answer, sentAtMs: sentRecord?.atMs ?? outcome.answer.atMs }
+  }
+
+  function complete(step, side, sent, received, startedAtMs, endedAtMs, payload) {
+    timeline.steps.push({ step, side, sent, received, startedAtMs, latencyMs: endedAtMs - startedAtMs, payload })
+    timeline.totalMs = endedAtMs - timeline.steps[0].startedAtMs
+  }
+
+  // Sends `type` to `side` and waits for its answer.
+  async function exchange(step, side, type, body, answers) {
+    const since = kit.seq()
+    let delivery
+    try {
+      ;[delivery] = kit.send(type, migrationId, body, sides[side].instance)
+    } catch (e) {
+      throw fail(step, 'closed', `could not send '${type}' to the ${side}: ${describe(e)}`)
+    }
+    sides[side].connection = delivery.connection
+    return answer(step, side, type, since, answers)
+  }
+
+  async function maybeAbort(step) {
+    if (abortAfter !== step) return false
+    const reason = `runHandover: aborted after ${step}`
+    const since = kit.seq()
+    const deliveries = kit.send('abort', migrationId, reason)
+    await kit.until(
+      () => (deliveries.every((d) => worker.sent.some((r) => r.seq > since && r.connection === d.connection && r.frame.type === 'abort')) ? true : undefined),
+      () => new HandoverError(`runHandover ${migrationId}: the abort after '${step}' was not sent within ${stepTimeoutMs} ms`, { migrationId, step, kind: 'closed', timeline }),
+      stepTimeoutMs,
+    )
+    timeline.aborted = { afterStep: step, reason }
+    return true
+  }
+
+  // 1. The propose: get-state to the source.
+  const proposal = await exchange('propose', 'source', 'get-state', undefined, ['state', 'state-refused'])
+  const answerFrame = proposal.record.frame
+  const refused = answerFrame.type === 'state-refused'
+  complete('propose', 'source', 'get-state', answerFrame.type, proposal.sentAtMs, proposal.record.atMs, refused ? answerFrame.reason : answerFrame.payload)
+  if (refused) throw fail('propose', 'refused', `the source refused the propose: ${JSON.stringify(answerFrame.reason)}`)
+  if (await maybeAbort('propose')) return timeline
+
+  // 2. The target is placed with the source's state, which the worker sends after its hello-ack.
+  const since = kit.seq()
+  const launchedAtMs = kit.nowMs()
+  const targetEnv = worker.launchTarget(migrationId, answerFrame.payload, { jobId: sourceInstance.jobId })
+  sides.target.instance = instanceOf(targetEnv, 'runHandover target')
+  const targetNamed = (r) => r.seq > since && sameInstance(r, sides.target.instance)
+  try {
+    await target(targetEnv)
+  } catch (e) {
+    throw fail('launch', 'threw', `the target launcher threw: ${describe(e)}`)
+  }
+  const launched = await kit.until(
+    () => {
+      const refused = worker.violations.find(targetNamed)
+      if (refused) return { violation: refused }
+      const ack = worker.sent.find((r) => targetNamed(r) && r.frame.type === 'hello-ack')
+      return (ack && { ack }) ?? kit.settled(since, watched(), undefined, [])
+    },
+    () => fail('launch', 'stalled', `the target did not connect within ${stepTimeoutMs} ms (${HINTS.launch})`),
+    stepTimeoutMs,
+  )
+  if (!launched.ack) throw failure('launch', launched)
+  sides.target.connection = launched.ack.connection
+  complete('launch', 'target', 'launch', 'hello', launchedAtMs, launched.ack.atMs, undefined)
+  if (await maybeAbort('launch')) return timeline
+
+  // 3. initial-state (already on its way) → target-ready.
+  const ready = await answer('initial-state', 'target', 'initial-state', since, ['target-ready'])
+  complete('initial-state', 'target', 'initial-state', 'target-ready', ready.sentAtMs, ready.record.atMs, ready.record.frame.payload)
+  if (await maybeAbort('initial-state')) return timeline
+
+  // 4. cutover-ready → the source stops output.
+  const stopped = await exchange('cutover-ready', 'source', 'cutover-ready', payloadJson(ready.record.frame.payload), ['source-stopped-output'])
+  complete('cutover-ready', 'source', 'cutover-ready', 'source-stopped-output', stopped.sentAtMs, stopped.record.atMs, stopped.record.frame.payload)
+  if (await maybeAbort('cutover-ready')) return timeline
+
+  // 5. cutover-apply → the target takes over.
+  const applied = await exchange('cutover-apply', 'target', 'cutover-apply', payloadJson(stopped.record.frame.payload), ['target-applied'])
+  const { type: _type, ...summary } = applied.record.frame
+  complete('cutover-apply', 'target', 'cutover-apply', 'target-applied', applied.sentAtMs, applied.record.atMs, summary)
+  await maybeAbort('cutover-apply')
+  return timeline
+}
+
+// ── helpers ────────────────────────────────────────────────────────────────
+
+function toEnv(instanceEnv) {
+  return { NORSK_WORKER_WS_URL: instanceEnv.url, NORSK_WORKER_TOKEN: instanceEnv.token }
+}
+
+/** The instance an env (its URL's path) or a `{ jobId, role }` names. */
+function instanceOf(ref, what) {
+  if (ref && typeof ref.jobId === 'string' && typeof ref.role === 'string') return { jobId: ref.jobId, role: ref.role }
+  const url = ref?.NORSK_WORKER_WS_URL
+  if (typeof url === 'string') {
+    const m = /^\/instances\/([^/]+)\/([^/]+)\/?$/.exec(new URL(url).pathname)
+    if (m) return { jobId: decodeURIComponent(m[1]), role: decodeURIComponent(m[2]) }
+  }
+  throw new TypeError(`${what}: expected an env from env() or launchTarget(), or { jobId, role }`)
+}
+
+function sameInstance(record, instance) {
+  return record.jobId === instance.jobId && record.role === instance.role
+}
+
+function name(instance) {
+  return `${instance.jobId}/${instance.role}`
+}
+
+function recordOf(outcome) {
+  return outcome.answer ?? outcome.violation ?? outcome.closed ?? outcome.aborted
+}
+
+/** Says what ended a wait other than the answer. */
+function trouble(outcome, who) {
+  if (outcome.violation) {
+    const v = outcome.violation
+    return `the worker closed ${who}'s connection ${v.code} (${v.rule}: ${v.detail})`
+  }
+  if (outcome.closed) {
+    const c = outcome.closed
+    return `${who}'s connection closed (${c.code}${c.reason ? ` ${c.reason}` : ''}, by the ${c.by})`
+  }
+  return `${who} aborted: ${JSON.stringify(outcome.aborted.frame.reason)}`
+}
+
+function payloadJson(payload) {
+  return JSON.stringify(payload) ?? 'null'
+}
+
+function describe(e) {
+  try {
+    return String(e)
+  } catch {
+    return 'a value that cannot be printed'
+  }
+}
+
+module.exports = { startTestWorker, runHandover, HandoverError }

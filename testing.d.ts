@@ -1,0 +1,247 @@
+/// <reference types="node" />
+// @norskvideo/ctl-migration/testing: test a product's migration handlers against a worker
+// simulator that enforces the real worker's rules, on loopback, in the test's own process.
+
+import type { AppliedSummary } from './index.js'
+
+/** The env that makes `connectMigration` connect as one instance: pass it as `env`, or merge it
+ *  into a child process's environment. */
+export interface InstanceEnv extends NodeJS.ProcessEnv {
+  NORSK_WORKER_WS_URL: string
+  NORSK_WORKER_TOKEN: string
+}
+
+/** An instance of a job: it connects on `/instances/<jobId>/<role>`. */
+export interface InstanceRef {
+  jobId: string
+  role: string
+}
+
+/** An instance named by its env or by `{ jobId, role }`. */
+export type Instance = InstanceEnv | InstanceRef
+
+/** A frame a job sends the worker, as the worker validated it (unknown keys dropped). */
+export type JobFrame =
+  | { type: 'hello'; token: string }
+  | { type: 'state'; payload: unknown }
+  | { type: 'state-refused'; reason: string }
+  | { type: 'target-ready'; payload: unknown }
+  | { type: 'source-stopped-output'; payload: unknown }
+  | ({ type: 'target-applied' } & AppliedSummary)
+  | { type: 'abort'; reason: string }
+
+export type JobFrameType = JobFrame['type']
+
+/** A frame the worker sends a job. */
+export type WorkerFrame =
+  | { type: 'hello-ack'; migration?: { id: string; side: 'target' } }
+  | { type: 'get-state'; migrationId: string }
+  | { type: 'initial-state'; migrationId: string; payload: unknown }
+  | { type: 'cutover-ready'; migrationId: string; payload: unknown }
+  | { type: 'cutover-apply'; migrationId: string; payload: unknown }
+  | { type: 'abort'; migrationId: string; reason: string }
+
+/** Fields every record has. */
+export interface WorkerRecord {
+  /** Order among everything the worker recorded. */
+  seq: number
+  /** Milliseconds since the worker started. */
+  atMs: number
+  /** The connection, numbered from 1 in the order they were accepted. */
+  connection: number
+  /** The instance the connection's path names, when it names one. */
+  jobId?: string
+  role?: string
+}
+
+export interface ConnectionRecord extends WorkerRecord {
+  /** The upgrade request's path, as sent. */
+  path: string
+}
+
+/** A frame received (validated) or sent on an instance's connection. */
+export interface FrameRecord<F> extends WorkerRecord {
+  jobId: string
+  role: string
+  frame: F
+}
+
+export interface CloseRecord extends WorkerRecord {
+  code: number
+  reason: string
+  /** Who closed: `worker` (a rule, a newer connection, restart, kill or close) or `job`. A
+   *  connection dropped without a close frame has code 1006. */
+  by: 'worker' | 'job'
+}
+
+/** The worker's rules, each closing the connection with its code. */
+export type WorkerRule =
+  /** 4401: the path is not `/instances/<jobId>/<role>` or names no instance. */
+  | 'unknown-instance'
+  /** 4401: no hello within the hello timeout. */
+  | 'hello-timeout'
+  /** 4401: the first frame was not a hello. */
+  | 'not-hello'
+  /** 4401: the hello's token is not the instance's. */
+  | 'bad-token'
+  /** 4400: a text frame the schema rejects. */
+  | 'invalid-frame'
+  /** 4400: a binary frame. */
+  | 'binary-frame'
+  /** 4400: `state` or `state-refused` with no get-state in flight. */
+  | 'unexpected-answer'
+  /** 4400: a second hello on a connection. */
+  | 'second-hello'
+  /** 4413: a frame over 64 KiB. */
+  | 'frame-too-large'
+
+export interface ViolationRecord extends WorkerRecord {
+  path: string
+  code: 4400 | 4401 | 4413
+  rule: WorkerRule
+  detail: string
+}
+
+export interface WaitOptions {
+  /** Default 5000. */
+  timeoutMs?: number
+  /** Only from this instance. */
+  from?: Instance
+}
+
+export interface SendOptions {
+  /** Send to this instance instead of the migration's participant. */
+  to?: Instance
+}
+
+export interface TestWorkerOptions {
+  /** How long a connection may take to send its hello (default 5000, as the worker). */
+  helloTimeoutMs?: number
+}
+
+export interface LaunchOptions {
+  /** Default `"test-job"`. */
+  jobId?: string
+  /** Default `"target-<migrationId>"`. */
+  role?: string
+}
+
+/** A worker simulator on 127.0.0.1. It enforces the real worker's rules — the path, a hello with
+ *  the instance's token in time (else 4401), schema-valid JSON text frames (else 4400), no
+ *  `state`/`state-refused` without a get-state in flight (4400), frames of 64 KiB at most (else
+ *  4413), one connection per instance (the older is closed 4409) — and records what it sees.
+ *  Each instance has its own token, issued the first time its env is asked for. */
+export interface TestWorker {
+  readonly port: number
+  /** `ws://127.0.0.1:<port>` */
+  readonly url: string
+  /** The env of an instance (default `test-job` / `main`); the same token every time. */
+  env(jobId?: string, role?: string): InstanceEnv
+  /** The env of an instance the hello-ack names as the target of `migrationId`. With
+   *  `initialState` (any JSON), `initial-state` is sent right after every hello-ack. */
+  launchTarget(migrationId: string, initialState?: unknown, opts?: LaunchOptions): InstanceEnv
+  /** Sends `get-state` to `opts.to` (default `test-job` / `main`, which must be connected) and
+   *  resolves with the answer. Rejects when no answer comes within `timeoutMs` or the
+   *  connection closes first. */
+  propose(migrationId: string, opts?: { to?: Instance; timeoutMs?: number }): Promise<{ state: unknown } | { refused: string }>
+  /** Sends `initial-state` to the migration's target. Throws when it is not connected. */
+  initialState(migrationId: string, payload: unknown, opts?: SendOptions): InstanceRef[]
+  /** Sends `cutover-ready` to the migration's source (the instance proposed to). */
+  cutoverReady(migrationId: string, payload: unknown, opts?: SendOptions): InstanceRef[]
+  /** Sends `cutover-apply` to the migration's target. */
+  cutoverApply(migrationId: string, payload: unknown, opts?: SendOptions): InstanceRef[]
+  /** Sends `abort` to every connected participant of the migration. */
+  abort(migrationId: string, reason: string, opts?: SendOptions): InstanceRef[]
+  /** Resolves with the oldest frame of `type` not yet returned by a `waitForFrame`, waiting for
+   *  one if there is none. */
+  waitForFrame<T extends JobFrameType>(type: T, opts?: WaitOptions): Promise<FrameRecord<Extract<JobFrame, { type: T }>>>
+  /** Resolves with the oldest close (with `code`, if given) not yet returned by a `waitForClose`. */
+  waitForClose(opts?: WaitOptions & { code?: number }): Promise<CloseRecord>
+  /** Resolves once the instance (default `test-job` / `main`) is connected and acknowledged. */
+  waitForConnection(instance?: Instance, opts?: { timeoutMs?: number }): Promise<void>
+  readonly connections: readonly ConnectionRecord[]
+  /** Every frame the worker accepted: schema-valid (unknown keys dropped) and in phase. A frame
+   *  that broke a rule is described in `violations` instead. */
+  readonly frames: readonly FrameRecord<JobFrame>[]
+  /** Every frame sent. */
+  readonly sent: readonly FrameRecord<WorkerFrame>[]
+  readonly closes: readonly CloseRecord[]
+  /** Every rule broken. */
+  readonly violations: readonly ViolationRecord[]
+  /** Drops every connection without a close frame, as a crashed worker, and listens again on
+   *  the same port with the same instances and tokens. */
+  restart(): Promise<void>
+  /** Stops listening and drops every connection without a close frame. `restart()` revives it. */
+  kill(): Promise<void>
+  /** Closes every connection (1001), stops listening and lets the process exit. Idempotent; the
+   *  worker cannot be used afterwards. */
+  close(): Promise<void>
+}
+
+/** Starts a worker simulator on 127.0.0.1 at a free port. */
+export declare function startTestWorker(opts?: TestWorkerOptions): Promise<TestWorker>
+
+export type HandoverStepName = 'propose' | 'launch' | 'initial-state' | 'cutover-ready' | 'cutover-apply'
+
+export interface HandoverStep {
+  step: HandoverStepName
+  /** Whom the step waited on. */
+  side: 'source' | 'target'
+  /** What the worker did: the frame it sent, or `launch`. */
+  sent: 'get-state' | 'launch' | 'initial-state' | 'cutover-ready' | 'cutover-apply'
+  /** What ended the step: the job's frame, or `hello` for a launch. */
+  received: 'state' | 'state-refused' | 'hello' | 'target-ready' | 'source-stopped-output' | 'target-applied'
+  /** On the worker's clock (`atMs` of its records). */
+  startedAtMs: number
+  latencyMs: number
+  /** What the job answered: the state, the refusal's reason, the ready or stopped position, or
+   *  `target-applied`'s summary. */
+  payload: unknown
+}
+
+export interface HandoverTimeline {
+  migrationId: string
+  /** The steps completed, in order. */
+  steps: HandoverStep[]
+  /** From the first step's start to the last step's end. */
+  totalMs: number
+  /** Set when `abortAfter` aborted the migration. */
+  aborted?: { afterStep: HandoverStepName; reason: string }
+}
+
+export interface RunHandoverOptions {
+  worker: TestWorker
+  /** The source instance (default `test-job` / `main`); its product must be connected. */
+  source?: Instance
+  /** Starts the target product with the env it is given, as the worker launches a target once
+   *  the source has handed its state over. May return a Promise. */
+  target: (env: InstanceEnv) => unknown
+  /** Default `handover-<n>`. */
+  migrationId?: string
+  /** How long each step may take (default 5000). */
+  stepTimeoutMs?: number
+  /** Abort the migration (to both sides) after this step, as the worker does when it gives up. */
+  abortAfter?: HandoverStepName
+}
+
+/** How a handover failed: `stalled` (a step's answer did not come in time), `protocol` (the
+ *  worker closed a connection for breaking a rule), `closed` (a connection closed), `aborted` (a
+ *  product aborted), `refused` (the source refused the propose), `threw` (the launcher threw). */
+export type HandoverFailure = 'stalled' | 'protocol' | 'closed' | 'aborted' | 'refused' | 'threw'
+
+/** A failed handover. The message names the migration, the step and what happened. The worker
+ *  aborted the migration (except after a refusal, which needs no abort). */
+export declare class HandoverError extends Error {
+  readonly name: 'HandoverError'
+  readonly migrationId: string
+  readonly step: HandoverStepName
+  readonly kind: HandoverFailure
+  /** The steps completed before it failed (a refused propose is one). */
+  readonly timeline: HandoverTimeline
+}
+
+/** Drives a whole handover between the source's product and a target it launches, as the
+ *  worker does: get-state → (launch the target with the state) → initial-state → target-ready →
+ *  cutover-ready → source-stopped-output → cutover-apply → target-applied. Resolves with the
+ *  timeline; rejects with a {@link HandoverError} naming the step that failed. */
+export declare function runHandover(opts: RunHandoverOptions): Promise<HandoverTimeline>
