@@ -220,6 +220,21 @@ describe('D3 the propose is always answered', () => {
     expect(socket.sent[1]).toBe('{"type":"state","payload":null}')
   })
 
+  // KNOWN BUG (lib/client.js answerGetState reads `handlers.onGetState` before its inner try):
+  // a getter that throws is logged as "internal error" and the propose is never answered.
+  test.fails('an onGetState getter that throws is still answered with a refusal', async () => {
+    const handlers = {
+      get onGetState(): () => unknown {
+        throw new Error('getter')
+      },
+    }
+    const { socket } = await connected(handlers)
+    socket.receive({ type: 'get-state', migrationId: 'm1' })
+    await flush(3)
+    expect(socket.frames[1]?.type).toBe('state-refused')
+    expect(String(socket.frames[1]?.reason)).toMatch(/getter/)
+  })
+
   test('handlers undefined is treated as {}', async () => {
     const client = connectMigration(undefined as unknown as MigrationHandlers, ENV, {
       WebSocket: FakeSocket,

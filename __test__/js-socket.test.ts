@@ -62,6 +62,11 @@ async function connected(
 
 const hello = JSON.stringify({ type: 'hello', token: TOKEN })
 
+/** A test this package is known to fail (the bug is named at the test): `test.fails` here, so
+ *  main stays green and a fix turns it red as a reminder to drop the marker; a plain `test`
+ *  against any other implementation. */
+const knownBugHere = process.env.MIGRATION_MODULE ? test : test.fails
+
 /** With fake timers: no new attempt until `ms` have passed, and the socket is constructed one
  *  microtask after the reconnect timer fires. */
 async function expectNextAttemptAfter(ms: number): Promise<void> {
@@ -190,6 +195,44 @@ describe('connecting', () => {
     const { socket } = await connected({ onCutoverReady })
     socket.receive({ type: 'cutover-ready', migrationId: 'm1', payload: { at: 3, extra: [1] }, note: 'x' })
     expect(onCutoverReady).toHaveBeenCalledWith({ at: 3, extra: [1] }, 'm1')
+  })
+
+  test('frames are read as JSON.parse reads them: last duplicate key wins, escapes, whitespace, any size', async () => {
+    const got: unknown[] = []
+    const { client, socket } = await connected({ onCutoverReady: (payload, id) => void got.push([payload, id]) })
+    socket.receive('{"type":"abort","migrationId":"m0","reason":"r","type":"cutover-ready","payload":1}')
+    socket.receive('{"type":"cutover-ready","migrationId":"m1","migrationId":"m2","payload":1,"payload":2}')
+    socket.receive('  {"type":"cutover\\u002dready","migrationId":"","payload":[1.0,1e2,-0,"\\u00e6\\ud83d\\ude00"]}\n')
+    socket.receive({ type: 'cutover-ready', migrationId: 'm3', payload: 'x'.repeat(100_000) })
+    expect(got).toEqual([
+      [1, 'm0'],
+      [2, 'm2'],
+      [[1, 100, -0, 'æ😀'], ''],
+      ['x'.repeat(100_000), 'm3'],
+    ])
+    expect(Object.is((got[2] as [number[]])[0][2], -0)).toBe(true)
+    expect(client.migrationId).toBe('m3')
+  })
+
+  // KNOWN BUG in this package (src/frames.rs: the payload check rejects an escaped lone surrogate,
+  // which JSON.parse and the schema accept; JSON.stringify writes one for a string cut inside a
+  // surrogate pair). Expected to fail here until fixed; the reference passes.
+  knownBugHere('a payload string holding an escaped lone surrogate is delivered', async () => {
+    const onCutoverReady = vi.fn()
+    const { socket } = await connected({ onCutoverReady })
+    socket.receive({ type: 'cutover-ready', migrationId: 'm1', payload: { name: 'cut \ud83d' } })
+    expect(onCutoverReady).toHaveBeenCalledWith({ name: 'cut \ud83d' }, 'm1')
+  })
+
+  // KNOWN BUG in this package (src/frames.rs: serde_json's recursion limit of 128 rejects a frame
+  // whose payload nests 128 or more levels deep, as "not JSON with finite numbers"; the schema's
+  // z.json() has no depth limit). Expected to fail here until fixed; the reference passes.
+  knownBugHere('a payload nested 200 levels deep is delivered', async () => {
+    const onCutoverReady = vi.fn()
+    const { socket } = await connected({ onCutoverReady })
+    const deep = JSON.parse('['.repeat(200) + ']'.repeat(200)) as unknown
+    socket.receive({ type: 'cutover-ready', migrationId: 'm1', payload: deep })
+    expect(onCutoverReady).toHaveBeenCalledWith(deep, 'm1')
   })
 
   test('without NORSK_WORKER_WS_URL and NORSK_WORKER_TOKEN there is no socket and every method does nothing', async () => {
@@ -506,6 +549,22 @@ describe('a source handing over', () => {
     client.abort('giving up')
     expect(socket.sent.slice(1)).toEqual(['{"type":"abort","reason":"giving up"}'])
   })
+  // KNOWN BUG in this package (lib/client.js callHandler reads `handlers.onInitialState` outside
+  // the try in `settle`): the getter's exception escapes from the socket's onmessage, which with a
+  // real socket is an uncaught exception. Expected to fail here until fixed; the reference passes.
+  knownBugHere('a handler whose getter throws is logged like a throwing handler', async () => {
+    const handlers = {
+      get onInitialState(): () => void {
+        throw new Error('getter')
+      },
+    }
+    const { client, socket } = await connected(handlers, {}, 'm1')
+    expect(() => socket.receive({ type: 'initial-state', migrationId: 'm1', payload: 1 })).not.toThrow()
+    await flush()
+    expect(logs).toContain("handler for 'initial-state' threw: Error: getter")
+    expect(client.connected).toBe(true)
+  })
+
   test('a report whose payload is a BigInt or a cycle throws TypeError and sends nothing', async () => {
     const { client, socket } = await connected({})
     const cycle: Record<string, unknown> = {}
