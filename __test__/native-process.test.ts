@@ -15,8 +15,8 @@ interface Child {
   exited: Promise<number | null>
 }
 
-function start(mode: string, env: NodeJS.ProcessEnv): Child {
-  const proc = spawn(process.execPath, [product, mode], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+function start(mode: string, env: NodeJS.ProcessEnv, script = product): Child {
+  const proc = spawn(process.execPath, [script, mode], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
   const child: Child = { proc, facts: [], stderr: [], exited: once(proc, 'exit').then(([code]) => code as number | null) }
   let buffered = ''
   proc.stdout!.on('data', (chunk: Buffer) => {
@@ -81,6 +81,15 @@ test('at most 2 OS threads are added, none until a client with a socket exists',
   const fact = child.facts[0]!
   expect(fact.threadsAfterImport).toBe(fact.threadsBefore)
   expect((fact.threadsConnected as number) - (fact.threadsBefore as number)).toBeLessThanOrEqual(2)
+})
+
+test('a client in a worker thread that is terminated closes its socket; the threads go back to baseline', async () => {
+  const script = fileURLToPath(new URL('./fixtures/worker-thread.cjs', import.meta.url))
+  const child = start('', h.worker.env(), script)
+  expect(await exitsWithin(child, 15_000)).toBe(0)
+  const fact = child.facts[0]!
+  expect(fact.after).toBe(fact.baseline)
+  expect(h.worker.closes[0]).toEqual({ code: 1000, reason: 'job closing' })
 })
 
 test('the default log is console.error with the prefix "[migration] "', async () => {

@@ -161,7 +161,11 @@ impl Client {
     /// A client on the native transport; `start()` connects. `dispatch` receives the runtime
     /// thread's log lines and handler calls.
     #[napi(factory)]
-    pub fn native(options: ClientOptions, dispatch: Function<Vec<JsAction>, ()>) -> Result<Client> {
+    pub fn native(
+        env: Env,
+        options: ClientOptions,
+        dispatch: Function<Vec<JsAction>, ()>,
+    ) -> Result<Client> {
         let tsfn: Dispatch = dispatch
             .build_threadsafe_function()
             .callee_handled::<false>()
@@ -173,6 +177,8 @@ impl Client {
         let url = options.url.clone();
         let native = NativeClient::start(core(options), url, timers, TsfnSink(tsfn))
             .map_err(Error::from_reason)?;
+        // A worker thread that ends without close() must not leave its socket behind.
+        env.add_env_cleanup_hook(native.clone(), |native| native.shutdown())?;
         Ok(Client {
             transport: Transport::Native(native),
         })

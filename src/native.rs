@@ -90,11 +90,19 @@ pub struct NativeClient<S: JsSink> {
     state: Arc<Mutex<State<S>>>,
 }
 
+impl<S: JsSink> Clone for NativeClient<S> {
+    fn clone(&self) -> Self {
+        NativeClient {
+            state: self.state.clone(),
+        }
+    }
+}
+
 impl<S: JsSink> NativeClient<S> {
     /// Starts the connection task on the shared runtime thread; it connects once the core asks
     /// (`Protocol::start`).
     pub fn start(core: Protocol, url: String, timers: NativeTimers, js: S) -> Result<Self, String> {
-        let handle = runtime()?;
+        let runtime = runtime()?;
         let (control, rx) = mpsc::unbounded_channel();
         let state = Arc::new(Mutex::new(State {
             core,
@@ -108,7 +116,7 @@ impl<S: JsSink> NativeClient<S> {
                 connected: false,
             },
         }));
-        handle.spawn(drive(state.clone(), rx, url, timers));
+        runtime.spawn(drive(state.clone(), rx, url, timers));
         Ok(NativeClient { state })
     }
 
@@ -129,6 +137,13 @@ impl<S: JsSink> NativeClient<S> {
     /// After `close()`: make the task notice even if it has nothing else to do.
     pub fn wake(&self) {
         let _ = lock(&self.state).control.send(Control::Wake);
+    }
+
+    /// The JavaScript environment that made this client is going away (a worker thread ended):
+    /// close as `close()` would, with nobody left to tell.
+    pub fn shutdown(&self) {
+        let _ = self.with_core(|core| core.close());
+        self.wake();
     }
 }
 
@@ -470,22 +485,80 @@ fn delay(ms: f64) -> Duration {
     }
 }
 
-/// The one runtime thread every native client (and the worker simulator) in the process shares,
-/// started with the first.
-pub fn runtime() -> Result<tokio::runtime::Handle, String> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Handle, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the migration runtime: {e}"))?;
-            let handle = rt.handle().clone();
-            std::thread::Builder::new()
-                .name("ctl-migration".into())
-                .spawn(move || rt.block_on(std::future::pending::<()>()))
-                .map_err(|e| format!("cannot start the migration thread: {e}"))?;
-            Ok(handle)
+/// A share in the runtime thread that native clients (and the worker simulator) run on. The
+/// thread starts with the first share and ends when the last is dropped, so a process with no
+/// live client has no thread of ours.
+pub struct RuntimeLease {
+    handle: tokio::runtime::Handle,
+}
+
+struct RuntimeThread {
+    handle: tokio::runtime::Handle,
+    users: usize,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+static RUNTIME: Mutex<Option<RuntimeThread>> = Mutex::new(None);
+
+impl RuntimeLease {
+    pub fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
+        self.handle.enter()
+    }
+
+    /// Runs `task` on the runtime thread, which lives at least until `task` ends.
+    pub fn spawn<F>(self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let handle = self.handle.clone();
+        handle.spawn(async move {
+            let _lease = self;
+            task.await
+        });
+    }
+}
+
+impl Drop for RuntimeLease {
+    fn drop(&mut self) {
+        let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(thread) = slot.as_mut() {
+            thread.users = thread.users.saturating_sub(1);
+            if thread.users == 0 {
+                if let Some(stop) = thread.stop.take() {
+                    let _ = stop.send(());
+                }
+                *slot = None;
+            }
+        }
+    }
+}
+
+/// A share in the runtime thread, starting it if no one holds one.
+pub fn runtime() -> Result<RuntimeLease, String> {
+    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(thread) = slot.as_mut() {
+        thread.users += 1;
+        return Ok(RuntimeLease {
+            handle: thread.handle.clone(),
+        });
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the migration runtime: {e}"))?;
+    let handle = rt.handle().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("ctl-migration".into())
+        .spawn(move || {
+            // Until the last lease is dropped; then the runtime and its leftovers go with it.
+            let _ = rt.block_on(stopped);
         })
-        .clone()
+        .map_err(|e| format!("cannot start the migration thread: {e}"))?;
+    *slot = Some(RuntimeThread {
+        handle: handle.clone(),
+        users: 1,
+        stop: Some(stop),
+    });
+    Ok(RuntimeLease { handle })
 }
