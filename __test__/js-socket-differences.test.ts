@@ -220,9 +220,7 @@ describe('D3 the propose is always answered', () => {
     expect(socket.sent[1]).toBe('{"type":"state","payload":null}')
   })
 
-  // KNOWN BUG (lib/client.js answerGetState reads `handlers.onGetState` before its inner try):
-  // a getter that throws is logged as "internal error" and the propose is never answered.
-  test.fails('an onGetState getter that throws is still answered with a refusal', async () => {
+  test('an onGetState getter that throws is still answered with a refusal', async () => {
     const handlers = {
       get onGetState(): () => unknown {
         throw new Error('getter')

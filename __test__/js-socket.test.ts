@@ -62,11 +62,6 @@ async function connected(
 
 const hello = JSON.stringify({ type: 'hello', token: TOKEN })
 
-/** A test this package is known to fail (the bug is named at the test): `test.fails` here, so
- *  main stays green and a fix turns it red as a reminder to drop the marker; a plain `test`
- *  against any other implementation. */
-const knownBugHere = process.env.MIGRATION_MODULE ? test : test.fails
-
 /** With fake timers: no new attempt until `ms` have passed, and the socket is constructed one
  *  microtask after the reconnect timer fires. */
 async function expectNextAttemptAfter(ms: number): Promise<void> {
@@ -214,20 +209,16 @@ describe('connecting', () => {
     expect(client.migrationId).toBe('m3')
   })
 
-  // KNOWN BUG in this package (src/frames.rs: the payload check rejects an escaped lone surrogate,
-  // which JSON.parse and the schema accept; JSON.stringify writes one for a string cut inside a
-  // surrogate pair). Expected to fail here until fixed; the reference passes.
-  knownBugHere('a payload string holding an escaped lone surrogate is delivered', async () => {
+  // JSON.stringify writes an escaped lone surrogate for a string cut inside a surrogate pair.
+  test('a payload string holding an escaped lone surrogate is delivered', async () => {
     const onCutoverReady = vi.fn()
     const { socket } = await connected({ onCutoverReady })
     socket.receive({ type: 'cutover-ready', migrationId: 'm1', payload: { name: 'cut \ud83d' } })
     expect(onCutoverReady).toHaveBeenCalledWith({ name: 'cut \ud83d' }, 'm1')
   })
 
-  // KNOWN BUG in this package (src/frames.rs: serde_json's recursion limit of 128 rejects a frame
-  // whose payload nests 128 or more levels deep, as "not JSON with finite numbers"; the schema's
-  // z.json() has no depth limit). Expected to fail here until fixed; the reference passes.
-  knownBugHere('a payload nested 200 levels deep is delivered', async () => {
+  // The schema's z.json() sets no depth limit.
+  test('a payload nested 200 levels deep is delivered', async () => {
     const onCutoverReady = vi.fn()
     const { socket } = await connected({ onCutoverReady })
     const deep = JSON.parse('['.repeat(200) + ']'.repeat(200)) as unknown
@@ -550,10 +541,7 @@ describe('a source handing over', () => {
     client.abort('giving up')
     expect(socket.sent.slice(1)).toEqual(['{"type":"abort","reason":"giving up"}'])
   })
-  // KNOWN BUG in this package (lib/client.js callHandler reads `handlers.onInitialState` outside
-  // the try in `settle`): the getter's exception escapes from the socket's onmessage, which with a
-  // real socket is an uncaught exception. Expected to fail here until fixed; the reference passes.
-  knownBugHere('a handler whose getter throws is logged like a throwing handler', async () => {
+  test('a handler whose getter throws is logged like a throwing handler', async () => {
     const handlers = {
       get onInitialState(): () => void {
         throw new Error('getter')

@@ -160,7 +160,12 @@ function socketClient(handlers, url, token, name, opts) {
         void answerGetState(migrationId)
         return
       case HANDLER_INITIAL_STATE: {
-        const handler = handlers.onInitialState
+        let handler
+        try {
+          handler = handlers.onInitialState
+        } catch (e) {
+          return run(core.handlerSettled(kind, migrationId, SETTLED_THREW, describe(e) ?? 'a value that cannot be printed'))
+        }
         if (!handler) return run(core.handlerSettled(kind, migrationId, SETTLED_MISSING))
         return settle(kind, migrationId, () => handler.call(handlers, JSON.parse(arg), migrationId))
       }
@@ -194,10 +199,11 @@ function socketClient(handlers, url, token, name, opts) {
   // The propose: every path ends in exactly one outcome for the core, which answers it.
   async function answerGetState(migrationId) {
     try {
-      const handler = handlers.onGetState
-      if (!handler) return run(core.stateSettled(migrationId, STATE_MISSING))
       let answer
       try {
+        // Read inside the try: a getter that throws is a handler that throws (D3).
+        const handler = handlers.onGetState
+        if (!handler) return run(core.stateSettled(migrationId, STATE_MISSING))
         answer = await handler.call(handlers, migrationId)
       } catch (e) {
         const text = describe(e)

@@ -4,7 +4,7 @@
 //! ignored, and a `payload` must be present and be JSON with finite numbers. Payloads stay as raw
 //! JSON text so they cross into JavaScript as a string for `JSON.parse`, never as a tree.
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -457,61 +457,41 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// Checks that `text` is one JSON value whose numbers all fit a finite double (serde_json
-/// refuses an out-of-range number while parsing it), without building a tree.
-pub fn check_json(text: &str) -> Result<(), serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    JsonCheck::deserialize(&mut de)?;
-    de.end()
-}
-
-struct JsonCheck;
-
-impl<'de> Deserialize<'de> for JsonCheck {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(JsonCheckVisitor)
-    }
-}
-
-struct JsonCheckVisitor;
-
-impl<'de> Visitor<'de> for JsonCheckVisitor {
-    type Value = JsonCheck;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("JSON")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<JsonCheck, E> {
-        Ok(JsonCheck)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<JsonCheck, E> {
-        Ok(JsonCheck)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<JsonCheck, E> {
-        Ok(JsonCheck)
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<JsonCheck, E> {
-        if v.is_finite() {
-            Ok(JsonCheck)
-        } else {
-            Err(E::custom("number is not finite"))
+/// Checks that `text` is one JSON value whose numbers all fit a finite double, as the schema's
+/// `z.json()` demands of a payload after `JSON.parse`. Like `JSON.parse`, it sets no nesting limit
+/// and accepts escaped lone surrogates; it builds no tree.
+pub fn check_json(text: &str) -> Result<(), String> {
+    // serde_json's skipping parser checks the syntax without recursion and without decoding
+    // strings; what it leaves is the numbers' range.
+    serde_json::from_str::<&RawValue>(text).map_err(|e| e.to_string())?;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let number = &text[start..i];
+                match number.parse::<f64>() {
+                    Ok(n) if n.is_finite() => {}
+                    _ => return Err(format!("{number} is not a finite number")),
+                }
+            }
+            _ => i += 1,
         }
     }
-    fn visit_str<E>(self, _: &str) -> Result<JsonCheck, E> {
-        Ok(JsonCheck)
-    }
-    fn visit_unit<E>(self) -> Result<JsonCheck, E> {
-        Ok(JsonCheck)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JsonCheck, A::Error> {
-        while seq.next_element::<JsonCheck>()?.is_some() {}
-        Ok(JsonCheck)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonCheck, A::Error> {
-        while map.next_key::<IgnoredAny>()?.is_some() {
-            map.next_value::<JsonCheck>()?;
-        }
-        Ok(JsonCheck)
-    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -595,6 +575,22 @@ mod tests {
         ];
         for text in bad {
             assert!(parse_worker_frame(text).is_err(), "accepted {text:?}");
+        }
+    }
+
+    #[test]
+    fn payloads_are_read_as_json_parse_reads_them() {
+        let deep = format!("{}1{}", "[".repeat(500), "]".repeat(500));
+        let accepted = [
+            r#""\ud83d half an emoji""#,
+            deep.as_str(),
+            r#"{"a":-0.5e-3,"b":[1E+2,0],"c":"1e999 in a string \" 2e999"}"#,
+        ];
+        for payload in accepted {
+            assert_eq!(check_json(payload), Ok(()), "{payload}");
+        }
+        for payload in ["1e999", "[-1e400]", r#"{"x":1.8e308}"#, "[1,", "nul"] {
+            assert!(check_json(payload).is_err(), "{payload}");
         }
     }
 
