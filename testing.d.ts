@@ -157,7 +157,10 @@ export interface TestWorker {
   waitForFrame<T extends JobFrameType>(type: T, opts?: WaitOptions): Promise<FrameRecord<Extract<JobFrame, { type: T }>>>
   /** Resolves with the oldest close (with `code`, if given) not yet returned by a `waitForClose`. */
   waitForClose(opts?: WaitOptions & { code?: number }): Promise<CloseRecord>
-  /** Resolves once the instance (default `test-job` / `main`) is connected and acknowledged. */
+  /** Resolves once the instance (default `test-job` / `main`) is connected and acknowledged,
+   *  and the records show it (its hello and the hello-ack are in `frames` and `sent`). Records
+   *  reach JavaScript as events, so a job's client can see its hello-ack slightly before the
+   *  worker's records do: wait with `waitFor…` before reading them. */
   waitForConnection(instance?: Instance, opts?: { timeoutMs?: number }): Promise<void>
   readonly connections: readonly ConnectionRecord[]
   /** Every frame the worker accepted: schema-valid (unknown keys dropped) and in phase. A frame

@@ -86,6 +86,13 @@ class RawJob {
   }
 }
 
+/** Connects as `env`'s instance, and waits until the worker's records show it. */
+async function connect(w: TestWorker, env: InstanceEnv): Promise<RawJob> {
+  const job = await RawJob.connect(env)
+  await w.waitForConnection(env)
+  return job
+}
+
 const jobs: RawJob[] = []
 const workers: TestWorker[] = []
 
@@ -105,6 +112,7 @@ describe('the path', () => {
     const w = await worker()
     const job = await RawJob.open(`${w.url}/jobs/x`)
     expect(await job.closedWith()).toEqual({ code: 4401, reason: 'unauthorized' })
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'unknown-instance', code: 4401, path: '/jobs/x' }])
   })
 
@@ -113,6 +121,7 @@ describe('the path', () => {
     w.env('job', 'main')
     const job = await RawJob.open(`${w.url}/instances/job/other`)
     expect((await job.closedWith()).code).toBe(4401)
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'unknown-instance', jobId: 'job', role: 'other' }])
   })
 
@@ -120,7 +129,7 @@ describe('the path', () => {
     const w = await worker()
     const env = w.env('job/1 ✓', 'a b?')
     expect(env.NORSK_WORKER_WS_URL).toBe(`${w.url}/instances/job%2F1%20%E2%9C%93/a%20b%3F`)
-    await RawJob.connect(env)
+    await connect(w, env)
     expect(w.connections).toMatchObject([{ jobId: 'job/1 ✓', role: 'a b?' }])
   })
 })
@@ -129,7 +138,7 @@ describe('the hello', () => {
   test("a hello with the instance's token is acknowledged and recorded", async () => {
     const w = await worker()
     const env = w.env()
-    const job = await RawJob.connect(env)
+    const job = await connect(w, env)
     expect(job.received).toEqual([{ type: 'hello-ack' }])
     expect(w.frames.map((r) => r.frame)).toEqual([{ type: 'hello', token: env.NORSK_WORKER_TOKEN }])
     expect(w.sent.map((r) => r.frame)).toEqual([{ type: 'hello-ack' }])
@@ -139,8 +148,8 @@ describe('the hello', () => {
     const w = await worker({ helloTimeoutMs: 150 })
     const job = await RawJob.open(w.env().NORSK_WORKER_WS_URL)
     expect((await job.closedWith()).code).toBe(4401)
+    expect(await w.waitForClose()).toMatchObject({ code: 4401, by: 'worker' })
     expect(w.violations).toMatchObject([{ rule: 'hello-timeout', detail: 'no hello within 150 ms' }])
-    expect(w.closes).toMatchObject([{ code: 4401, by: 'worker' }])
   })
 
   test('a wrong token, or another instance’s token: closed 4401', async () => {
@@ -151,6 +160,7 @@ describe('the hello', () => {
       const job = await RawJob.open(env.NORSK_WORKER_WS_URL)
       job.send({ type: 'hello', token })
       expect((await job.closedWith()).code).toBe(4401)
+      await w.waitForClose()
     }
     expect(w.violations.map((v) => v.rule)).toEqual(['bad-token', 'bad-token'])
   })
@@ -160,15 +170,17 @@ describe('the hello', () => {
     const job = await RawJob.open(w.env().NORSK_WORKER_WS_URL)
     job.send({ type: 'target-ready', payload: 1 })
     expect((await job.closedWith()).code).toBe(4401)
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'not-hello', detail: "expected hello, got 'target-ready'" }])
   })
 
   test('a second hello: closed 4400', async () => {
     const w = await worker()
     const env = w.env()
-    const job = await RawJob.connect(env)
+    const job = await connect(w, env)
     job.send({ type: 'hello', token: env.NORSK_WORKER_TOKEN })
     expect((await job.closedWith()).code).toBe(4400)
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'second-hello' }])
   })
 })
@@ -187,9 +199,10 @@ describe('frames', () => {
       '{"type":"source-stopped-output","payload":1e999}',
     ]
     for (const text of invalid) {
-      const job = await RawJob.connect(env)
+      const job = await connect(w, env)
       job.send(text)
       expect((await job.closedWith()).code, text).toBe(4400)
+      await w.waitForClose()
     }
     expect(w.violations.map((v) => v.rule)).toEqual(invalid.map(() => 'invalid-frame'))
     expect(w.violations[0].detail).toBe('frame is not valid JSON')
@@ -197,31 +210,34 @@ describe('frames', () => {
 
   test('a binary frame: closed 4400', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     job.ws.send(Buffer.from(JSON.stringify({ type: 'target-ready', payload: 1 })))
     expect((await job.closedWith()).code).toBe(4400)
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'binary-frame' }])
   })
 
   test('state with no get-state in flight: closed 4400', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     job.send({ type: 'state', payload: { at: 1 } })
     expect((await job.closedWith()).code).toBe(4400)
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'unexpected-answer', detail: "'state' with no get-state in flight" }])
   })
 
   test('state-refused with no get-state in flight: closed 4400', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     job.send({ type: 'state-refused', reason: 'no' })
     expect((await job.closedWith()).code).toBe(4400)
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'unexpected-answer' }])
   })
 
   test('a second answer to one get-state: closed 4400', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     const answered = w.propose('m1')
     await job.frame('get-state')
     job.send({ type: 'state', payload: 1 })
@@ -232,7 +248,7 @@ describe('frames', () => {
 
   test('an answer after the worker aborted the propose: closed 4400', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     const answered = w.propose('m1', { timeoutMs: 10_000 }).catch((e: Error) => e)
     await job.frame('get-state')
     w.abort('m1', 'changed my mind')
@@ -244,7 +260,7 @@ describe('frames', () => {
 
   test('a frame of 64 KiB is accepted; one byte more is closed 4413', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     const frame = (bytes: number) => {
       const empty = JSON.stringify({ type: 'abort', reason: '' })
       return JSON.stringify({ type: 'abort', reason: 'x'.repeat(bytes - empty.length) })
@@ -253,20 +269,22 @@ describe('frames', () => {
     await w.waitForFrame('abort')
     job.send(frame(MAX_FRAME_BYTES + 1))
     expect(await job.closedWith()).toEqual({ code: 4413, reason: 'frame too large' })
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'frame-too-large', detail: 'a frame of 65537 bytes, over the 65536-byte limit' }])
   })
 
   test('a frame over the socket’s own 1 MiB limit is closed 4413 too', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     job.send('x'.repeat(2 << 20))
     expect((await job.closedWith()).code).toBe(4413)
+    await w.waitForClose()
     expect(w.violations).toMatchObject([{ rule: 'frame-too-large' }])
   })
 
   test('frames are recorded as validated: unknown keys dropped, in order, with their instance', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     job.send({ type: 'target-ready', payload: { at: 5 }, extra: true })
     job.send({ type: 'target-applied', applied: ['a'], skewMs: 2, note: 'x' })
     await w.waitForFrame('target-applied')
@@ -283,10 +301,10 @@ describe('instances', () => {
   test('a newer connection for the same instance closes the older 4409', async () => {
     const w = await worker()
     const env = w.env()
-    const older = await RawJob.connect(env)
-    const newer = await RawJob.connect(env)
+    const older = await connect(w, env)
+    const newer = await connect(w, env)
     expect(await older.closedWith()).toEqual({ code: 4409, reason: 'replaced by a newer connection' })
-    expect(w.closes).toMatchObject([{ connection: 1, code: 4409, by: 'worker' }])
+    expect(await w.waitForClose()).toMatchObject({ connection: 1, code: 4409, by: 'worker' })
     const proposed = w.propose('m1')
     await newer.frame('get-state')
     newer.send({ type: 'state', payload: null })
@@ -297,10 +315,11 @@ describe('instances', () => {
   test('a newer connection that never authenticates replaces nothing', async () => {
     const w = await worker({ helloTimeoutMs: 150 })
     const env = w.env()
-    const older = await RawJob.connect(env)
+    const older = await connect(w, env)
     const intruder = await RawJob.open(env.NORSK_WORKER_WS_URL)
     intruder.send({ type: 'hello', token: 'guess' })
     expect((await intruder.closedWith()).code).toBe(4401)
+    expect(await w.waitForClose()).toMatchObject({ connection: 2, code: 4401 })
     older.send({ type: 'target-ready', payload: 1 })
     await w.waitForFrame('target-ready', { from: env })
     expect(w.closes).toHaveLength(1)
@@ -310,7 +329,7 @@ describe('instances', () => {
     const w = await worker()
     const env = w.launchTarget('m7', { counter: 41 })
     expect(env.NORSK_WORKER_WS_URL).toBe(`${w.url}/instances/test-job/target-m7`)
-    const job = await RawJob.connect(env)
+    const job = await connect(w, env)
     await job.frame('initial-state')
     expect(job.received).toEqual([
       { type: 'hello-ack', migration: { id: 'm7', side: 'target' } },
@@ -320,7 +339,7 @@ describe('instances', () => {
 
   test('a target launched without initial state gets only the ack', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.launchTarget('m7', undefined, { jobId: 'j', role: 'r' }))
+    const job = await connect(w, w.launchTarget('m7', undefined, { jobId: 'j', role: 'r' }))
     job.send({ type: 'target-ready', payload: null })
     await w.waitForFrame('target-ready')
     expect(job.received).toEqual([{ type: 'hello-ack', migration: { id: 'm7', side: 'target' } }])
@@ -330,8 +349,8 @@ describe('instances', () => {
 describe('sending', () => {
   test("frames go to the migration's participants", async () => {
     const w = await worker()
-    const source = await RawJob.connect(w.env())
-    const target = await RawJob.connect(w.launchTarget('m1'))
+    const source = await connect(w, w.env())
+    const target = await connect(w, w.launchTarget('m1'))
     const proposed = w.propose('m1')
     await source.frame('get-state')
     source.send({ type: 'state', payload: { at: 1 } })
@@ -356,7 +375,7 @@ describe('sending', () => {
 
   test('a payload over 64 KiB is refused', async () => {
     const w = await worker()
-    await RawJob.connect(w.launchTarget('m1'))
+    await connect(w, w.launchTarget('m1'))
     expect(() => w.initialState('m1', 'x'.repeat(MAX_FRAME_BYTES))).toThrow(/over the 65536-byte limit/)
     expect(() => w.launchTarget('m2', 'x'.repeat(MAX_FRAME_BYTES))).toThrow(/over the 65536-byte limit/)
   })
@@ -367,29 +386,29 @@ describe('lifecycle', () => {
     const w = await worker()
     const env = w.env()
     const port = w.port
-    const job = await RawJob.connect(env)
+    const job = await connect(w, env)
     await w.restart()
     expect((await job.closedWith()).code).toBe(1006)
     expect(w.closes).toMatchObject([{ code: 1006, by: 'worker' }])
     expect(w.port).toBe(port)
-    const again = await RawJob.connect(env)
+    const again = await connect(w, env)
     expect(again.received).toEqual([{ type: 'hello-ack' }])
   })
 
   test('kill stops listening; restart brings the worker back', async () => {
     const w = await worker()
     const env = w.env()
-    const job = await RawJob.connect(env)
+    const job = await connect(w, env)
     await w.kill()
     expect((await job.closedWith()).code).toBe(1006)
     await expect(RawJob.open(env.NORSK_WORKER_WS_URL)).rejects.toThrow(/ECONNREFUSED/)
     await w.restart()
-    await RawJob.connect(env)
+    await connect(w, env)
   })
 
   test('close closes every connection with 1001 and the worker refuses further use', async () => {
     const w = await worker()
-    const job = await RawJob.connect(w.env())
+    const job = await connect(w, w.env())
     await w.close()
     expect(await job.closedWith()).toEqual({ code: 1001, reason: 'worker closing' })
     expect(() => w.env()).toThrow('the test worker is closed')

@@ -184,8 +184,14 @@ async function startTestWorker(opts) {
   async function waitForConnection(from, opts) {
     const timeoutMs = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS
     const instance = from === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(from, 'waitForConnection')
+    // Connected, and the records show it: its hello-ack is recorded and its connection open.
+    const acknowledged = () => {
+      if (!native.isConnected(instance.jobId, instance.role)) return undefined
+      const ack = sent.findLast((r) => r.frame.type === 'hello-ack' && sameInstance(r, instance))
+      return ack && !closes.some((c) => c.connection === ack.connection) ? true : undefined
+    }
     await until(
-      () => (native.isConnected(instance.jobId, instance.role) ? true : undefined),
+      acknowledged,
       () => new Error(`waitForConnection: ${name(instance)} did not connect within ${timeoutMs} ms`),
       timeoutMs,
     )
