@@ -1,0 +1,208 @@
+// `npm run demo`: the worker simulator and two product processes hand a streaming counter over.
+//
+//   1. m-1, a full handover: the source streams a counter; the worker proposes, launches a target
+//      with the source's position, and cuts over. The target carries on from the source's last
+//      value, with no gap and no repeat.
+//   2. m-2: the old source, its output gone, refuses the next propose.
+//   3. m-3, aborted half-way: a new target is launched and ready, then the worker aborts; the
+//      live instance keeps streaming and the new target stands down.
+//
+// `--verbose` also prints the products' migration log lines.
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { HandoverError, runHandover, startTestWorker } from '@norskvideo/ctl-migration/testing'
+
+const PRODUCT = fileURLToPath(new URL('./product.mjs', import.meta.url))
+const WAIT_MS = 10_000
+const verbose = process.argv.includes('--verbose')
+const products = []
+
+function say(line = '') {
+  process.stdout.write(`${line}\n`)
+}
+
+function heading(title) {
+  say()
+  say(`── ${title} ${'─'.repeat(Math.max(3, 72 - title.length))}`)
+}
+
+/** A product process: its events (JSON lines on its stdout), awaited as they come. */
+function startProduct(label, env, { live }) {
+  const child = spawn(process.execPath, [PRODUCT], {
+    env: { ...process.env, ...env, DEMO_LIVE: live ? '1' : '0', DEMO_NAME: label },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
+  const events = []
+  const waiters = new Set()
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)))
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    let event
+    try {
+      event = JSON.parse(line)
+    } catch {
+      event = { event: 'log', line }
+    }
+    events.push(event)
+    if (verbose && event.event === 'log') say(`  ${label.padEnd(10)} [migration] ${event.line}`)
+    for (const wake of [...waiters]) wake()
+  })
+  const product = {
+    label,
+    pid: child.pid,
+    events,
+    exited,
+    /** Resolves with the first event (after `from`) that `matches`; rejects naming `what`. */
+    when(what, matches, from = 0) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = events.slice(from).find(matches)
+          if (!found) return
+          done()
+          resolve(found)
+        }
+        const timer = setTimeout(() => {
+          done()
+          reject(new Error(`${label} (pid ${child.pid}): no ${what} within ${WAIT_MS} ms`))
+        }, WAIT_MS)
+        const done = () => {
+          clearTimeout(timer)
+          waiters.delete(check)
+        }
+        waiters.add(check)
+        check()
+      })
+    },
+    outputs(from = 0) {
+      return events.slice(from).filter((e) => e.event === 'output').map((e) => e.n)
+    },
+    /** Ends its stdin: the product closes its client and exits. */
+    async stop() {
+      child.stdin.end()
+      return exited
+    },
+    kill() {
+      child.kill()
+    },
+  }
+  products.push(product)
+  return product
+}
+
+function summary(value, width = 60) {
+  const text = value === undefined ? '' : JSON.stringify(value)
+  return text.length > width ? `${text.slice(0, width - 1)}…` : text
+}
+
+/** Rows of cells, each column as wide as its widest cell; a trailing latency right-aligned. */
+function printTable(rows) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)))
+  for (const row of rows) {
+    const cells = row.map((cell, i) => (i === row.length - 1 && i === widths.length - 1 ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+    say(`  ${cells.join('   ').trimEnd()}`)
+  }
+}
+
+function stepRows(timeline, launched) {
+  return timeline.steps.map((s) => [
+    s.step,
+    s.sent === 'launch' ? `starts a target (pid ${launched?.pid})` : `${s.sent} → ${s.side}`,
+    s.received === 'hello' ? 'hello (connected as target)' : `${s.received} ${summary(s.payload)}`,
+    `${s.latencyMs.toFixed(2)} ms`,
+  ])
+}
+
+const HEADER = ['step', 'the worker', 'the answer', 'latency']
+
+async function main() {
+  say('ctl-migration demo: a worker simulator and product processes hand a streaming counter over')
+  const worker = await startTestWorker()
+  say()
+  say(`worker    the simulator, listening on ${worker.url} (in this process)`)
+
+  const sourceEnv = worker.env('counter', 'main')
+  const source = startProduct('source', sourceEnv, { live: true })
+  await source.when('connection', (e) => e.event === 'connected')
+  await source.when('five outputs', (e) => e.event === 'output' && e.n >= 4)
+  say(`source    pid ${source.pid}, instance counter/main, connected as source, streaming: ${source.outputs().join(' ')} …`)
+
+  // 1. A full handover.
+  heading('migration m-1: a full handover')
+  let target
+  const handover = await runHandover({
+    worker,
+    source: sourceEnv,
+    migrationId: 'm-1',
+    target: (env) => {
+      target = startProduct('target', env, { live: false })
+    },
+  })
+  printTable([HEADER, ...stepRows(handover, target), ['total', '', '', `${handover.totalMs.toFixed(2)} ms`]])
+  const stopped = await source.when('stop', (e) => e.event === 'stopped')
+  const first = await target.when('output', (e) => e.event === 'output')
+  const sourceOutput = source.outputs()
+  const last = sourceOutput[sourceOutput.length - 1]
+  if (last !== stopped.last || first.n !== last + 1) {
+    throw new Error(`the counter broke: the source's last value was ${last}, the target's first ${first.n}`)
+  }
+  const skew = handover.steps[handover.steps.length - 1].payload.skewMs
+  say(`  the source streamed ${sourceOutput[0]}…${last} and stopped; the target went on from ${first.n}: no gap, no repeat (${skew} ms between them)`)
+
+  // 2. The old source refuses.
+  heading('migration m-2: the old source refuses')
+  try {
+    await runHandover({ worker, source: sourceEnv, migrationId: 'm-2', target: () => {} })
+    throw new Error('m-2 should have been refused')
+  } catch (e) {
+    if (!(e instanceof HandoverError) || e.kind !== 'refused') throw e
+    printTable([HEADER, ...stepRows(e.timeline)])
+    say('  the migration ends at the propose: no target is launched, nothing to abort')
+  }
+  await source.stop()
+  const retired = await worker.waitForClose({ from: sourceEnv })
+  say(`  the old source is retired: it closed its socket (${retired.code} ${retired.reason}) and exited`)
+
+  // 3. Aborted half-way, after the new target is ready.
+  heading('migration m-3: aborted half-way')
+  const liveEnv = { jobId: 'counter', role: 'target-m-1' }
+  let standby
+  const aborted = await runHandover({
+    worker,
+    source: liveEnv,
+    migrationId: 'm-3',
+    abortAfter: 'initial-state',
+    target: (env) => {
+      standby = startProduct('standby', env, { live: false })
+    },
+  })
+  printTable([HEADER, ...stepRows(aborted, standby), ['abort', 'abort → source and target', JSON.stringify(aborted.aborted.reason), '']])
+  const kept = await target.when('abort', (e) => e.event === 'aborted')
+  const stoodDown = await standby.when('abort', (e) => e.event === 'aborted')
+  const exit = await standby.exited
+  const mark = target.events.length
+  await target.when('three more outputs', () => target.outputs(mark).length >= 3, mark)
+  const after = target.outputs(mark).slice(0, 3)
+  say(`  the live instance ${kept.action}: … ${after.join(' ')} …`)
+  say(`  the new target is ${stoodDown.action}: it closed its client and exited (code ${exit})`)
+
+  // Done: stop the product, then the worker.
+  await target.stop()
+  await worker.waitForClose({ from: liveEnv })
+  await worker.close()
+  heading('done')
+  const handovers = worker.sent.filter((r) => r.frame.type === 'get-state').length
+  say(`  ${handovers} migrations proposed, ${worker.frames.length} frames received and ${worker.sent.length} sent, ${worker.violations.length} rules broken`)
+}
+
+// On success nothing is left running (the worker released, the products exited), so Node exits
+// by itself with 0.
+main().catch((e) => {
+  say()
+  say(`demo failed: ${e instanceof Error ? e.message : String(e)}`)
+  for (const p of products) {
+    const logs = p.events.filter((x) => x.event === 'log').slice(-10)
+    if (logs.length) say(`${p.label}'s last migration log lines:\n${logs.map((x) => `  ${x.line}`).join('\n')}`)
+    p.kill()
+  }
+  process.exit(1)
+})
