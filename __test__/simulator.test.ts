@@ -165,6 +165,12 @@ describe('the hello', () => {
     expect(w.violations.map((v) => v.rule)).toEqual(['bad-token', 'bad-token'])
   })
 
+  test('the hello timeout must be a positive number of milliseconds', async () => {
+    for (const helloTimeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await expect(startTestWorker({ helloTimeoutMs })).rejects.toThrow('helloTimeoutMs must be a positive number of milliseconds')
+    }
+  })
+
   test('a first frame other than hello: closed 4401', async () => {
     const w = await worker()
     const job = await RawJob.open(w.env().NORSK_WORKER_WS_URL)

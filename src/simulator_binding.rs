@@ -74,12 +74,14 @@ impl TestWorkerHandle {
     ) -> Result<TestWorkerHandle> {
         let hello_timeout = match hello_timeout_ms {
             None => DEFAULT_HELLO_TIMEOUT,
-            Some(ms) if ms.is_finite() && ms > 0.0 => Duration::from_secs_f64(ms / 1000.0),
-            Some(ms) => {
-                return Err(Error::from_reason(format!(
-                    "helloTimeoutMs must be a positive number of milliseconds, not {ms}"
-                )))
-            }
+            Some(ms) => Duration::try_from_secs_f64(ms / 1000.0)
+                .ok()
+                .filter(|timeout| !timeout.is_zero())
+                .ok_or_else(|| {
+                    Error::from_reason(format!(
+                        "helloTimeoutMs must be a positive number of milliseconds, not {ms}"
+                    ))
+                })?,
         };
         let callback: EventCallback = on_event
             .build_threadsafe_function()
