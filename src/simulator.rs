@@ -18,8 +18,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use tokio::io::AsyncWrite;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -733,6 +735,9 @@ async fn stopped(signal: &mut StopSignal) -> Stop {
 enum End {
     /// The job broke a rule.
     Broke(Rule, String),
+    /// The job sent a frame over the socket's own limit, refused from its header: the rest of
+    /// it is still arriving and cannot be parsed.
+    Overflowed(String),
     /// The job sent a close frame.
     ClosedByJob(u16, String),
     /// The job's end went away without a close frame.
@@ -996,6 +1001,19 @@ impl<S: EventSink> Connection<S> {
                 close(ws, code, reason).await;
                 (code, reason.to_owned(), Closer::Worker)
             }
+            End::Overflowed(detail) => {
+                let rule = Rule::FrameTooLarge;
+                self.shared.emit(Event::Violation {
+                    connection: self.id,
+                    path: self.path.clone(),
+                    instance: self.instance.clone(),
+                    rule,
+                    detail,
+                });
+                let (code, reason) = (rule.close_code(), rule.close_reason());
+                close_unparseable(ws, code, reason).await;
+                (code, reason.to_owned(), Closer::Worker)
+            }
             End::Replaced => {
                 let reason = "replaced by a newer connection";
                 close(ws, CLOSE_REPLACED, reason).await;
@@ -1043,10 +1061,9 @@ async fn next_frame(ws: &mut Socket) -> Result<JobFrame, End> {
         let message = match ws.next().await {
             Some(Ok(message)) => message,
             Some(Err(WsError::Capacity(e))) => {
-                return Err(End::Broke(
-                    Rule::FrameTooLarge,
-                    format!("a frame over the {MAX_FRAME_BYTES}-byte limit ({e})"),
-                ))
+                return Err(End::Overflowed(format!(
+                    "a frame over the {MAX_FRAME_BYTES}-byte limit ({e})"
+                )))
             }
             Some(Err(WsError::Utf8(_))) => {
                 return Err(End::Broke(
@@ -1102,6 +1119,30 @@ async fn close(ws: &mut Socket, code: u16, reason: &str) {
     let _ = ws.close(Some(frame)).await;
     let _ = tokio::time::timeout(CLOSE_REPLY_TIMEOUT, async {
         while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+}
+
+/// Closes a connection whose input can no longer be parsed: the close frame, then the end of
+/// our side, then whatever still arrives is discarded (bounded) until the job ends its side. A
+/// socket dropped with unread input is reset, and the job would see 1006 instead of the code.
+async fn close_unparseable(ws: &mut Socket, code: u16, reason: &str) {
+    let frame = CloseFrame {
+        code: CloseCode::from(code),
+        reason: reason.into(),
+    };
+    let _ = ws.close(Some(frame)).await;
+    let stream = ws.get_mut();
+    let _ = std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_shutdown(cx)).await;
+    let _ = tokio::time::timeout(CLOSE_REPLY_TIMEOUT, async {
+        let mut discard = vec![0u8; 64 * 1024];
+        while stream.readable().await.is_ok() {
+            match stream.try_read(&mut discard) {
+                Ok(0) => break,
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => break,
+                _ => {}
+            }
+        }
     })
     .await;
 }
