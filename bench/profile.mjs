@@ -92,6 +92,10 @@ const threadCpu = (pid) => {
     try {
       const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()
       out[name] = (out[name] ?? 0) + Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
+      const st = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8')
+      for (const k of ['voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches']) {
+        out[`${name} ${k.slice(0, 3)}`] = (out[`${name} ${k.slice(0, 3)}`] ?? 0) + Number(new RegExp(`^${k}:\\s*(\\d+)`, 'm').exec(st)[1])
+      }
     } catch {}
   }
   return out
@@ -110,8 +114,11 @@ const q = (p) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]
 console.log(`${scenario} × ${n} (${vs ?? 'this package'}): p50 ${q(0.5).toFixed(1)} µs, p90 ${q(0.9).toFixed(1)}, p99 ${q(0.99).toFixed(1)}; ${wall.toFixed(0)} ms; client pid ${client.pid}`)
 const perThread = Object.keys(cpu1)
   .map((k) => [k, (cpu1[k] - (cpu0[k] ?? 0)) / 1000 / n])
-  .filter(([, us]) => us >= 0.05)
-  .map(([k, us]) => `${k} ${us.toFixed(1)}`)
-console.log(`client CPU per round trip, µs by thread: ${perThread.join(', ')}`)
+  .filter(([, v]) => v > 0)
+  .map(([k, v]) => [k, / (vol|non)$/.test(k) ? v * 1000 : v])
+const cpuLine = perThread.filter(([k]) => !/ (vol|non)$/.test(k)).map(([k, us]) => `${k} ${us.toFixed(1)}`)
+const switches = perThread.filter(([k]) => / (vol|non)$/.test(k)).map(([k, c]) => `${k} ${c.toFixed(2)}`)
+console.log(`client CPU per round trip, µs by thread: ${cpuLine.join(', ')}`)
+console.log(`context switches per round trip (voluntary, involuntary), by thread: ${switches.join(', ')}`)
 killAll()
 process.exit(0)

@@ -8,6 +8,7 @@
 // JavaScript thread is busy. Everything runs on loopback; every process it starts is bounded in
 // time and killed at the end. See docs/performance.md.
 import { fork, spawnSync } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { existsSync, readFileSync, readdirSync, writeFileSync, mkdirSync, statSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { dirname, join, resolve, basename } from 'node:path'
@@ -61,8 +62,9 @@ const impls = [
   {
     key: 'this',
     label: '@norskvideo/ctl-migration (native)',
-    url: pathToFileURL(join(root, 'index.mjs')).href,
-    path: join(root, 'index.js'),
+    // What a product gets from the package's "exports", resolved once (self-reference).
+    url: import.meta.resolve('@norskvideo/ctl-migration'),
+    path: createRequire(import.meta.url).resolve('@norskvideo/ctl-migration'),
   },
   opt.vs
     ? { key: 'vs', label: opt.vs, ...moduleRef(opt.vs) }
