@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The runtime matrix: the smoke suite (smoke/run.mjs) under Node 20, 22, 24, 26, Bun and Deno,
+# each installed from the npm registry (node@22, bun, deno, ...) into target/runtimes/.
+#
+#   scripts/runtimes.sh                 # the whole matrix
+#   scripts/runtimes.sh node20 bun      # some of it
+#
+# Uses the addon built in this checkout (`npm run build`, run here if there is none). Prints one
+# line per runtime and fails if any runtime failed, except Deno, whose Node-API support is
+# reported but not required (STRICT_DENO=1 requires it too).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RT_DIR=${RUNTIMES_DIR:-$PWD/target/runtimes}
+ALL=(node20 node22 node24 node26 bun deno)
+if [ "$#" -gt 0 ]; then WANT=("$@"); else WANT=("${ALL[@]}"); fi
+
+spec_of() {
+  case "$1" in
+    node20) echo node@20 ;;
+    node22) echo node@22 ;;
+    node24) echo node@24 ;;
+    node26) echo node@26 ;;
+    bun) echo bun@1 ;;
+    deno) echo deno@2 ;;
+    *) echo "runtimes.sh: unknown runtime $1 (known: ${ALL[*]})" >&2; exit 2 ;;
+  esac
+}
+bin_of() {
+  case "$1" in
+    node*) echo "$RT_DIR/$1/node_modules/node/bin/node" ;;
+    bun) echo "$RT_DIR/bun/node_modules/bun/bin/bun.exe" ;;
+    deno) echo "$RT_DIR/deno/node_modules/deno/deno" ;;
+  esac
+}
+
+[ -d node_modules ] || npm ci --no-audit --no-fund
+if ! compgen -G 'ctl-migration.*.node' >/dev/null; then npm run build; fi
+
+declare -A RESULT
+status=0
+for name in "${WANT[@]}"; do
+  spec=$(spec_of "$name")
+  bin=$(bin_of "$name")
+  if [ ! -x "$bin" ]; then
+    echo "== install $spec" >&2
+    npm install --prefix "$RT_DIR/$name" --no-save --no-package-lock --no-audit --no-fund --loglevel=error "$spec" >&2
+  fi
+  case "$name" in
+    deno) cmd=("$bin" run -A smoke/run.mjs) ;;
+    *) cmd=("$bin" smoke/run.mjs) ;;
+  esac
+  version=$("$bin" --version | head -n 1)
+  echo "== $name ($version): ${cmd[*]}" >&2
+  log="$RT_DIR/$name.log"
+  set +e
+  timeout 300 "${cmd[@]}" 2>&1 | tee "$log"
+  code=${PIPESTATUS[0]}
+  set -e
+  summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+  RESULT[$name]="$version: ${summary:-no summary} (exit $code)"
+  if [ "$code" != 0 ]; then
+    if [ "$name" = deno ] && [ "${STRICT_DENO:-0}" != 1 ]; then
+      RESULT[$name]+=" — reported, not required"
+    else
+      status=1
+    fi
+  fi
+done
+
+echo
+echo "runtime matrix ($(uname -sm)):"
+for name in "${WANT[@]}"; do printf '  %-7s %s\n' "$name" "${RESULT[$name]}"; done
+exit "$status"
