@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The real install path: what a product gets from `npm install @norskvideo/ctl-migration`.
+# Packs the root package as it is published (the optionalDependencies rewritten to versions, as
+# `napi prepublish` does) and this host's platform package, installs both from the tarballs into a
+# fresh product directory outside the repository, with no Rust toolchain on PATH, and there:
+#   - runs a handover against the testing kit as an ESM product and as a CJS product,
+#   - runs the smoke suite (ESM import, CJS require, connect, handover, reconnect, close, exit,
+#     worker threads) against the installed copy,
+#   - type-checks a product file that uses every exported type with `tsc --strict`
+#     (TypeScript from the npm registry), for the ESM and the CJS entry.
+#
+#   scripts/install-path.sh                  # the binary this checkout built (npm run build)
+#   BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node scripts/install-path.sh
+#   KEEP=1 scripts/install-path.sh           # keep the temporary directory
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TYPESCRIPT_VERSION=${TYPESCRIPT_VERSION:-5.9}
+say() { printf '\n== %s\n' "$*" >&2; }
+
+PLATFORM=$(node -e '
+  const { platform, arch } = process
+  const libc = () => (process.report.getReport().header.glibcVersionRuntime ? "gnu" : "musl")
+  console.log(platform === "linux" ? `linux-${arch}-${libc()}` : platform === "win32" ? `win32-${arch}-msvc` : `${platform}-${arch}`)')
+[ -d "npm/$PLATFORM" ] || { echo "install-path.sh: no platform package for $PLATFORM (npm/ has: $(ls npm))" >&2; exit 1; }
+VERSION=$(node -p 'require("./package.json").version')
+
+[ -d node_modules ] || npm ci --no-audit --no-fund
+BINARY=${BINARY:-$ROOT/ctl-migration.$PLATFORM.node}
+if [ ! -f "$BINARY" ]; then npm run build; fi
+[ -f "$BINARY" ]
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
+if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$TMP"' EXIT; fi
+mkdir -p "$TMP/tarballs" "$TMP/stage" "$TMP/product" "$TMP/home"
+echo "platform $PLATFORM, version $VERSION, binary $BINARY, in $TMP" >&2
+
+# ── pack ─────────────────────────────────────────────────────────────────────
+say "pack"
+# The root package: npm pack's own file list ("files" in package.json), then the manifest as
+# `napi prepublish` leaves it: every platform package an optional dependency at this version.
+root_tgz=$(npm pack --silent --pack-destination "$TMP/stage")
+tar -xzf "$TMP/stage/$root_tgz" -C "$TMP/stage"
+node -e '
+  const fs = require("fs")
+  const file = process.argv[1]
+  const pkg = JSON.parse(fs.readFileSync(file, "utf8"))
+  for (const name of Object.keys(pkg.optionalDependencies)) pkg.optionalDependencies[name] = pkg.version
+  fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")' "$TMP/stage/package/package.json"
+if ls "$TMP/stage/package" | grep -q '\.node$'; then echo "the root package must not carry a binary" >&2; exit 1; fi
+(cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
+# The platform package: npm/<platform> with the binary in it (what `napi artifacts` does).
+cp -r "npm/$PLATFORM" "$TMP/stage/platform"
+cp "$BINARY" "$TMP/stage/platform/ctl-migration.$PLATFORM.node"
+(cd "$TMP/stage/platform" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
+ls -l "$TMP/tarballs" >&2
+tar -tzf "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz" | sort >&2
+
+# ── install in a product with no Rust and no repository ──────────────────────
+say "install"
+cp -r smoke "$TMP/product/smoke"
+cd "$TMP/product"
+cat >package.json <<EOF
+{ "name": "a-product", "version": "1.0.0", "private": true }
+EOF
+NODE_DIR=$(dirname "$(command -v node)")
+# PATH: node and npm, the system; no cargo, no rustc, no repository. HOME: a fresh one (npm's
+# cache set back to the usual one so that registry downloads are not repeated every run).
+CACHE=$(npm config get cache)
+run() {
+  env -i PATH="$NODE_DIR:/usr/bin:/bin" HOME="$TMP/home" npm_config_cache="$CACHE" npm_config_update_notifier=false \
+    TMPDIR="$TMP" "$@"
+}
+if run sh -c 'command -v cargo || command -v rustc'; then echo "a Rust toolchain is on PATH" >&2; exit 1; fi
+# The other platforms' packages are not on the registry until the first release: npm skips an
+# optional dependency it cannot fetch, as it skips one for another platform.
+run npm install --no-audit --no-fund --loglevel=error \
+  "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz" \
+  "$TMP/tarballs/norskvideo-ctl-migration-$PLATFORM-$VERSION.tgz" \
+  "typescript@$TYPESCRIPT_VERSION" "@types/node@20"
+# Where the package and its binary came from: this directory, nothing of the repository.
+run node -e '
+  const path = require("path"), fs = require("fs")
+  const main = require.resolve("@norskvideo/ctl-migration")
+  const bin = fs.realpathSync(require.resolve("@norskvideo/ctl-migration-'"$PLATFORM"'"))
+  for (const p of [main, bin]) if (!fs.realpathSync(p).startsWith(fs.realpathSync(process.cwd()))) throw new Error("resolved outside the product: " + p)
+  if (fs.realpathSync(process.cwd()).startsWith('"'$ROOT'"')) throw new Error("the product is inside the repository")
+  const pkg = require("@norskvideo/ctl-migration/package.json")
+  console.error("package", main, "\nbinary ", bin, "\noptionalDependencies", Object.keys(pkg.optionalDependencies).length)'
+
+status=0
+check() {
+  local name=$1
+  shift
+  say "$name"
+  if run "$@"; then echo "ok - $name"; else echo "not ok - $name"; status=1; fi
+}
+check "ESM product: handover through the testing kit" node smoke/product/handover.mjs
+check "CJS product: handover through the testing kit" node smoke/product/handover.cjs
+check "smoke suite against the installed package" node smoke/run.mjs
+check "tsc --strict: every exported type, ESM and CJS entries" node_modules/.bin/tsc -p smoke/product/tsconfig.json
+check "the type-checked product file names every type the package exports" node -e '
+  const fs = require("fs"), path = require("path")
+  const dir = path.dirname(require.resolve("@norskvideo/ctl-migration/package.json"))
+  const product = fs.readFileSync("smoke/product/types.mts", "utf8")
+  const missing = []
+  for (const entry of ["index.d.ts", "testing.d.ts"]) {
+    const dts = fs.readFileSync(path.join(dir, entry), "utf8")
+    for (const [, name] of dts.matchAll(/^export (?:declare )?(?:interface|type|function|class|const|enum) (\w+)/gm)) {
+      if (!new RegExp(`\\b${name}\\b`).test(product)) missing.push(`${entry}: ${name}`)
+    }
+  }
+  if (missing.length) { console.error("not used in smoke/product/types.mts:", missing.join(", ")); process.exit(1) }'
+check "no binary for an unsupported platform: the error names it and the supported list" node -e '
+  Object.defineProperty(process, "arch", { value: "riscv64" })
+  try { require("@norskvideo/ctl-migration"); process.exit(1) } catch (e) {
+    console.error(e.message)
+    if (e.code !== "ERR_CTL_MIGRATION_NO_BINARY" || !/riscv64/.test(e.message) || !/linux-x64-gnu, linux-arm64-gnu/.test(e.message)) process.exit(1)
+  }'
+
+echo
+if [ "$status" = 0 ]; then echo "install-path.sh: passed ($PLATFORM)"; else echo "install-path.sh: FAILED ($PLATFORM)"; fi
+exit "$status"

@@ -1,0 +1,147 @@
+// A product's TypeScript (ESM), type-checked with `tsc --strict` against the installed package:
+// every type the package and its testing kit export, used as a product would use it.
+import {
+  connectMigration,
+  isStateRefusal,
+  stateRefusal,
+  type AppliedSummary,
+  type ConnectMigrationOptions,
+  type MigrationClient,
+  type MigrationHandlers,
+  type MigrationSocket,
+  type MigrationSocketCtor,
+  type StateRefusal,
+} from '@norskvideo/ctl-migration'
+import {
+  HandoverError,
+  runHandover,
+  startTestWorker,
+  type CloseRecord,
+  type ConnectionRecord,
+  type FrameRecord,
+  type HandoverFailure,
+  type HandoverStep,
+  type HandoverStepName,
+  type HandoverTimeline,
+  type Instance,
+  type InstanceEnv,
+  type InstanceRef,
+  type JobFrame,
+  type JobFrameType,
+  type LaunchOptions,
+  type RunHandoverOptions,
+  type SendOptions,
+  type TestWorker,
+  type TestWorkerOptions,
+  type ViolationRecord,
+  type WaitOptions,
+  type WorkerFrame,
+  type WorkerRecord,
+  type WorkerRule,
+} from '@norskvideo/ctl-migration/testing'
+
+interface Position {
+  frame: number
+}
+
+const refusal: StateRefusal = stateRefusal('mid ad break')
+const maybe: unknown = JSON.parse('{"refused":true,"reason":"x"}')
+if (isStateRefusal(maybe)) {
+  const reason: string = maybe.reason
+  void reason
+}
+
+let client: MigrationClient
+const handlers: MigrationHandlers = {
+  onGetState: async (migrationId: string) => (migrationId === 'no' ? refusal : { frame: 1 }),
+  onInitialState: (payload: unknown) => {
+    void (payload as Position).frame
+  },
+  onConnected: (role: 'source' | 'target', migrationId: string | undefined) => {
+    if (role === 'target' && migrationId !== undefined) client.reportReady({ frame: 2 })
+  },
+  onCutoverReady: async (payload) => client.reportStoppedOutput(payload),
+  onCutoverApply: () => {
+    const summary: AppliedSummary = { applied: ['video'], failed: [{ id: 'audio', reason: 'gone' }], skewMs: 3 }
+    client.reportApplied(summary)
+  },
+  onAbort: (reason: string, migrationId: string) => console.log(reason, migrationId),
+}
+
+class FakeSocket implements MigrationSocket {
+  onopen: ((ev: unknown) => void) | null = null
+  onmessage: ((ev: { data: unknown }) => void) | null = null
+  onclose: ((ev: { code: number; reason: string }) => void) | null = null
+  onerror: ((ev: unknown) => void) | null = null
+  constructor(readonly url: string) {}
+  send(_data: string): void {}
+  close(_code?: number, _reason?: string): void {}
+}
+const Socket: MigrationSocketCtor = FakeSocket
+const opts: ConnectMigrationOptions = {
+  WebSocket: Socket,
+  reconnectMinMs: 100,
+  reconnectMaxMs: 1_000,
+  reconnectJitter: 0.1,
+  heartbeatMs: 5_000,
+  connectTimeoutMs: 2_000,
+  log: (line: string) => console.log(line),
+  name: 'types-product',
+}
+client = connectMigration(handlers, {}, opts)
+const role: 'source' | 'target' | 'none' = client.role
+const id: string | undefined = client.migrationId
+const up: boolean = client.connected
+void [role, id, up]
+// @ts-expect-error a summary's failed entries need a reason
+client.reportApplied({ failed: [{ id: 'x' }] })
+// @ts-expect-error role is read-only
+client.role = 'source'
+client.close()
+
+async function test(): Promise<HandoverTimeline> {
+  const workerOptions: TestWorkerOptions = { helloTimeoutMs: 1_000 }
+  const worker: TestWorker = await startTestWorker(workerOptions)
+  const env: InstanceEnv = worker.env('job', 'main')
+  const ref: InstanceRef = { jobId: 'job', role: 'main' }
+  const instance: Instance = Math.random() > 0.5 ? env : ref
+  const launch: LaunchOptions = { jobId: 'job', role: 'next' }
+  const targetEnv: InstanceEnv = worker.launchTarget('m0', { frame: 0 }, launch)
+  const url: string = targetEnv.NORSK_WORKER_WS_URL
+  const send: SendOptions = { to: instance }
+  const sent: InstanceRef[] = worker.abort('m0', 'never mind', send)
+  const wait: WaitOptions = { timeoutMs: 1_000, from: instance }
+  const hello: FrameRecord<Extract<JobFrame, { type: 'hello' }>> = await worker.waitForFrame('hello', wait)
+  const token: string = hello.frame.token
+  const kind: JobFrameType = hello.frame.type
+  const closed: CloseRecord = await worker.waitForClose({ code: 1000 })
+  const by: 'worker' | 'job' = closed.by
+  const connections: readonly ConnectionRecord[] = worker.connections
+  const violations: readonly ViolationRecord[] = worker.violations
+  const rules: WorkerRule[] = violations.map((v) => v.rule)
+  const sentFrames: readonly FrameRecord<WorkerFrame>[] = worker.sent
+  const first: WorkerRecord | undefined = connections[0]
+  void [url, sent, token, kind, by, rules, sentFrames, first]
+
+  const runOptions: RunHandoverOptions = {
+    worker,
+    source: env,
+    target: (targetEnv: InstanceEnv) => connectMigration({}, targetEnv),
+    stepTimeoutMs: 500,
+    abortAfter: 'initial-state',
+  }
+  try {
+    return await runHandover(runOptions)
+  } catch (e) {
+    if (e instanceof HandoverError) {
+      const step: HandoverStepName = e.step
+      const failure: HandoverFailure = e.kind
+      const done: HandoverStep[] = e.timeline.steps
+      console.log(step, failure, done.map((s) => s.latencyMs))
+    }
+    throw e
+  } finally {
+    await worker.close()
+  }
+}
+void test
