@@ -18,6 +18,7 @@ ROOT=$PWD
 TYPESCRIPT_VERSION=${TYPESCRIPT_VERSION:-5.9}
 say() { printf '\n== %s\n' "$*" >&2; }
 
+# shellcheck disable=SC2016 # JavaScript, not shell
 PLATFORM=$(node -e '
   const { platform, arch } = process
   const libc = () => (process.report.getReport().header.glibcVersionRuntime ? "gnu" : "musl")
@@ -47,7 +48,7 @@ node -e '
   const pkg = JSON.parse(fs.readFileSync(file, "utf8"))
   for (const name of Object.keys(pkg.optionalDependencies)) pkg.optionalDependencies[name] = pkg.version
   fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")' "$TMP/stage/package/package.json"
-if ls "$TMP/stage/package" | grep -q '\.node$'; then echo "the root package must not carry a binary" >&2; exit 1; fi
+if compgen -G "$TMP/stage/package/*.node" >/dev/null; then echo "the root package must not carry a binary" >&2; exit 1; fi
 (cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
 # The platform package: npm/<platform> with the binary in it (what `napi artifacts` does).
 cp -r "npm/$PLATFORM" "$TMP/stage/platform"
@@ -99,6 +100,7 @@ check "ESM product: handover through the testing kit" node smoke/product/handove
 check "CJS product: handover through the testing kit" node smoke/product/handover.cjs
 check "smoke suite against the installed package" node smoke/run.mjs
 check "tsc --strict: every exported type, ESM and CJS entries" node_modules/.bin/tsc -p smoke/product/tsconfig.json
+# shellcheck disable=SC2016 # JavaScript, not shell
 check "the type-checked product file names every type the package exports" node -e '
   const fs = require("fs"), path = require("path")
   const dir = path.dirname(require.resolve("@norskvideo/ctl-migration/package.json"))
