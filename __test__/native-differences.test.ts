@@ -2,7 +2,7 @@
 // JavaScript client"), D1–D12, on the native transport against a real worker socket.
 import { inspect } from 'node:util'
 import { describe, expect, test } from 'vitest'
-import type { MigrationHandlers } from '../index.js'
+import { connectMigration, type MigrationHandlers } from '../index.js'
 import { useHarness } from './support/client.js'
 
 const h = useHarness()
@@ -265,4 +265,20 @@ test('D12 binary frames are decoded as UTF-8 and handled like text', async () =>
   h.worker.socket.send(Buffer.from(JSON.stringify({ type: 'cutover-ready', migrationId: 'm', payload: { name: 'Zoë ✓' } })), { binary: true })
   await h.worker.until(() => payloads.length === 1, 'handler')
   expect(payloads[0]).toEqual({ name: 'Zoë ✓' })
+})
+
+test('options that are not what they say throw a TypeError naming the option', () => {
+  const env = { NORSK_WORKER_WS_URL: 'ws://127.0.0.1:9/instances/a/b', NORSK_WORKER_TOKEN: 't' }
+  const bad: [string, Record<string, unknown>][] = [
+    ['reconnectMinMs', { reconnectMinMs: 'soon' }],
+    ['reconnectMaxMs', { reconnectMaxMs: NaN }],
+    ['reconnectJitter', { reconnectJitter: 1.5 }],
+    ['heartbeatMs', { heartbeatMs: -1 }],
+    ['connectTimeoutMs', { connectTimeoutMs: Infinity }],
+    ['log', { log: 'console' }],
+    ['WebSocket', { WebSocket: {} }],
+  ]
+  for (const [name, opts] of bad) {
+    expect(() => connectMigration({}, env, opts as never)).toThrow(new RegExp(`opts\\.${name} must be`))
+  }
 })

@@ -83,18 +83,37 @@ function noopClient() {
   }
 }
 
+/** A numeric option, or its default; anything but a finite number in range is a TypeError
+ *  here rather than a reconnect storm later. */
+function numberOption(opts, key, fallback, max = Infinity) {
+  const value = opts[key] ?? fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > max) {
+    throw new TypeError(`connectMigration: opts.${key} must be a number from 0 to ${max}, got ${describe(value)}`)
+  }
+  return value
+}
+
+function functionOption(opts, key) {
+  const value = opts[key]
+  if (value !== undefined && typeof value !== 'function') {
+    throw new TypeError(`connectMigration: opts.${key} must be a function`)
+  }
+  return value
+}
+
 function socketClient(handlers, url, token, name, opts) {
+  const Socket = functionOption(opts, 'WebSocket')
   const options = {
     url,
     token,
     name,
-    reconnectMinMs: Number(opts.reconnectMinMs ?? DEFAULT_MIN_BACKOFF_MS),
-    reconnectMaxMs: Number(opts.reconnectMaxMs ?? DEFAULT_MAX_BACKOFF_MS),
-    reconnectJitter: Number(opts.reconnectJitter ?? (opts.WebSocket ? 0 : DEFAULT_NATIVE_JITTER)),
-    heartbeatMs: Number(opts.heartbeatMs ?? DEFAULT_HEARTBEAT_MS),
-    connectTimeoutMs: Number(opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
+    reconnectMinMs: numberOption(opts, 'reconnectMinMs', DEFAULT_MIN_BACKOFF_MS),
+    reconnectMaxMs: numberOption(opts, 'reconnectMaxMs', DEFAULT_MAX_BACKOFF_MS),
+    reconnectJitter: numberOption(opts, 'reconnectJitter', Socket ? 0 : DEFAULT_NATIVE_JITTER, 1),
+    heartbeatMs: numberOption(opts, 'heartbeatMs', DEFAULT_HEARTBEAT_MS),
+    connectTimeoutMs: numberOption(opts, 'connectTimeoutMs', DEFAULT_CONNECT_TIMEOUT_MS),
   }
-  const userLog = opts.log ?? ((line) => console.error(`[migration] ${line}`))
+  const userLog = functionOption(opts, 'log') ?? ((line) => console.error(`[migration] ${line}`))
   const log = (line) => {
     try {
       userLog(line)
@@ -109,8 +128,8 @@ function socketClient(handlers, url, token, name, opts) {
   let view = { seq: 0, role: 'source', migrationId: undefined, connected: false }
   // The socket transport, when the product supplies the socket class; else native.
   let transport
-  const core = opts.WebSocket ? Client.jsSocket(options) : Client.native(options, dispatchFromRuntime)
-  if (opts.WebSocket) transport = jsSocketTransport(opts.WebSocket, url, () => core, (actions) => run(actions))
+  const core = Socket ? Client.jsSocket(options) : Client.native(options, dispatchFromRuntime)
+  if (Socket) transport = jsSocketTransport(Socket, url, () => core, (actions) => run(actions))
 
   // Called through the threadsafe function: an exception here would be fatal to the process.
   function dispatchFromRuntime(actions) {
@@ -226,7 +245,7 @@ function socketClient(handlers, url, token, name, opts) {
     log(`internal error: ${describe(e) ?? 'unprintable'}`)
   }
 
-  const state = opts.WebSocket
+  const state = Socket
     ? () => ({ role: core.role, migrationId: core.migrationId ?? undefined, connected: core.connected })
     : () => view
   const client = {
