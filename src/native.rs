@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{
     connect_async_tls_with_config, Connector, MaybeTlsStream, WebSocketStream,
 };
@@ -362,7 +362,15 @@ async fn drive<S: JsSink>(
                     }
                     // Pings are answered by tungstenite itself; pongs only prove life.
                     Some(Ok(_)) => false,
-                    Some(Err(_)) | None => {
+                    Some(Err(error)) => {
+                        // A peer that broke the protocol is told why before the socket goes.
+                        if let (Some(ws), Some((code, reason))) = (socket.as_mut(), close_for(&error)) {
+                            close_socket(ws, Some(code), Some(reason)).await;
+                        }
+                        end_connection(&state, &mut socket, &mut generation);
+                        feed(&state, |core| core.on_error())
+                    }
+                    None => {
                         end_connection(&state, &mut socket, &mut generation);
                         feed(&state, |core| core.on_error())
                     }
@@ -440,9 +448,7 @@ async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Socket, 
     }
 }
 
-async fn next_message(
-    socket: &mut Option<Socket>,
-) -> Option<Result<Message, tokio_tungstenite::tungstenite::Error>> {
+async fn next_message(socket: &mut Option<Socket>) -> Option<Result<Message, WsError>> {
     match socket {
         Some(ws) => ws.next().await,
         None => std::future::pending().await,
@@ -453,6 +459,17 @@ async fn until_fired(timer: &mut Option<Timer>) {
     match timer {
         Some(sleep) => sleep.await,
         None => std::future::pending().await,
+    }
+}
+
+/// The close code a read error deserves: 1009 for a frame over the cap, 1002 for a broken
+/// frame, 1007 for text that is not UTF-8. None when the connection itself is gone.
+fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
+    match error {
+        WsError::Capacity(_) => Some((1009, "frame over 64 KiB")),
+        WsError::Protocol(_) => Some((1002, "protocol error")),
+        WsError::Utf8(_) => Some((1007, "text frame is not UTF-8")),
+        _ => None,
     }
 }
 
@@ -468,9 +485,10 @@ async fn close_socket(ws: &mut Socket, code: Option<u16>, reason: Option<&'stati
         code: CloseCode::from(code),
         reason: reason.unwrap_or("").into(),
     });
-    let _ = ws.close(frame).await;
-    // Wait (bounded) for the worker's reply, so it sees the code we sent.
+    // Send it and wait for the worker's reply, so it sees the code we sent; bounded, as a
+    // peer that stopped reading must not hold the task.
     let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, async {
+        let _ = ws.close(frame).await;
         while let Some(Ok(_)) = ws.next().await {}
     })
     .await;
