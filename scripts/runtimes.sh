@@ -5,7 +5,8 @@
 #   scripts/runtimes.sh                 # the whole matrix
 #   scripts/runtimes.sh node20 bun      # some of it
 #
-# Uses the addon built in this checkout (`npm run build`, run here if there is none). Prints one
+# Uses the addon built in this checkout (`npm run build`, run here if there is none), or the one
+# BINARY names (e.g. BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node). Prints one
 # line per runtime and fails if any runtime failed, except Deno, whose Node-API support is
 # reported but not required (STRICT_DENO=1 requires it too).
 set -euo pipefail
@@ -34,7 +35,12 @@ bin_of() {
 }
 
 [ -d node_modules ] || npm ci --no-audit --no-fund
-if ! compgen -G 'ctl-migration.*.node' >/dev/null; then npm run build; fi
+if [ -n "${BINARY:-}" ]; then
+  NAPI_RS_NATIVE_LIBRARY_PATH=$(realpath "$BINARY")
+  export NAPI_RS_NATIVE_LIBRARY_PATH
+elif ! compgen -G 'ctl-migration.*.node' >/dev/null; then
+  npm run build
+fi
 
 declare -A RESULT
 status=0
