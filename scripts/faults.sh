@@ -25,7 +25,7 @@ set -e
 echo
 echo "── figures ($mode) ──"
 cat "$out/figures.txt" 2>/dev/null || true
-hits=$(grep -rc ctlcanary "$out" | awk -F: '{ n += $2 } END { print n + 0 }')
+hits=$({ grep -rc ctlcanary "$out" || true; } | awk -F: '{ n += $NF } END { print n + 0 }')
 echo "── token canary: $hits hit(s) in $(cat "$out"/*.log 2>/dev/null | wc -l) captured client lines and the run's output ($out) ──"
 if [ "$hits" -ne 0 ]; then
   grep -rn ctlcanary "$out" | head -20

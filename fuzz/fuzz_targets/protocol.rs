@@ -1,0 +1,569 @@
+//! Arbitrary event sequences driving the protocol core, through a model of the transport and of
+//! the worker at the other end of the socket. Events are only ever ones a transport can produce
+//! (a socket opens only after the core asked for one, a timer fires only when armed, a frame the
+//! core asked to send is either delivered in order or fails, along with every frame queued behind
+//! it on the same socket); the worker sends whatever the input says.
+//!
+//! Invariants checked after every event:
+//! - no panic;
+//! - a propose is answered at most once, and a `state`/`state-refused` never reaches the worker
+//!   with no get-state in flight on that socket (the worker would close 4400);
+//! - the hello is the first frame on a socket, sent once, right when it opens;
+//! - a report is sent only on an acked socket; the report held while disconnected is at most
+//!   one, the latest (or, after a failed send, the failed one if none was held), and it is what
+//!   the next hello-ack sends before anything else;
+//! - never two sockets or two timers at once; nothing opened or sent after `close()`, nothing
+//!   opened after 4409;
+//! - `connected()` is true exactly while the socket is open and acked.
+#![no_main]
+
+use arbitrary::Arbitrary;
+use ctl_migration::frames::{
+    parse_worker_frame, AppliedSummary, FailedPart, JobFrame, WorkerFrame,
+};
+use ctl_migration::protocol::{
+    Action, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, TooLarge,
+};
+use libfuzzer_sys::fuzz_target;
+use std::collections::VecDeque;
+
+const IDS: [&str; 3] = ["a", "b", "c"];
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct Id(u8);
+
+impl Id {
+    fn get(self) -> &'static str {
+        IDS[self.0 as usize % IDS.len()]
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum Payload {
+    Null,
+    Number(i32),
+    Text(String),
+    /// Over the 64 KiB frame cap.
+    Huge,
+}
+
+impl Payload {
+    fn json(&self) -> String {
+        match self {
+            Payload::Null => "null".into(),
+            Payload::Number(n) => n.to_string(),
+            Payload::Text(s) => ctl_migration::frames::json_string(s),
+            Payload::Huge => format!("\"{}\"", "x".repeat(70_000)),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum Frame {
+    HelloAck(Option<Id>),
+    GetState(Id),
+    InitialState(Id, Payload),
+    CutoverReady(Id, Payload),
+    CutoverApply(Id, Payload),
+    Abort(Id, String),
+    /// Anything at all: invalid JSON, wrong shapes, unknown types.
+    Raw(String),
+}
+
+#[derive(Arbitrary, Debug)]
+enum Settle {
+    Missing,
+    Value(Payload),
+    NotJson(String),
+    Refused(String),
+    Threw(Option<String>),
+}
+
+#[derive(Arbitrary, Debug)]
+enum Kind {
+    InitialState,
+    CutoverReady,
+    CutoverApply,
+    Abort,
+    Connected,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Event {
+    /// The socket the core asked for opened / failed to.
+    OpenSucceeded,
+    OpenFailed,
+    /// The worker sends a frame on the open socket.
+    Worker(Frame),
+    /// The worker (or the network) closes the socket with this code.
+    Closed(u16),
+    ClosedWith(CloseCode),
+    Error,
+    /// The connect attempt or the heartbeat gave up.
+    Stalled,
+    /// The transport writes every queued frame; the worker receives them in order.
+    Deliver,
+    /// Writing the first queued frame fails; the socket is gone.
+    SendFailed,
+    Timer,
+    /// `onGetState` for one of the ids settles.
+    StateSettled(Id, Settle),
+    HandlerSettled(Kind, Id, bool),
+    ReportState(Payload),
+    RefuseState(String),
+    ReportReady(Payload),
+    ReportStoppedOutput(Payload),
+    ReportApplied(Option<Vec<String>>, Option<f64>),
+    Abort(String),
+    Close,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum CloseCode {
+    Normal,
+    GoingAway,
+    NoCode,
+    Abnormal,
+    Invalid,
+    Unauthorized,
+    Replaced,
+    TooLarge,
+}
+
+impl CloseCode {
+    fn code(self) -> u16 {
+        match self {
+            CloseCode::Normal => 1000,
+            CloseCode::GoingAway => 1001,
+            CloseCode::NoCode => 1005,
+            CloseCode::Abnormal => 1006,
+            CloseCode::Invalid => 4400,
+            CloseCode::Unauthorized => 4401,
+            CloseCode::Replaced => 4409,
+            CloseCode::TooLarge => 4413,
+        }
+    }
+}
+
+/// The socket as the transport and the worker see it.
+#[derive(Debug, Default)]
+struct Sock {
+    id: u64,
+    /// The hello was sent on it.
+    hello_sent: bool,
+    /// The core took in a hello-ack on it.
+    acked: bool,
+    /// The worker's get-state awaiting an answer, as the worker sees it.
+    in_flight: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Model {
+    /// The core asked for a socket that has not opened or failed yet.
+    pending_open: bool,
+    sock: Option<Sock>,
+    next_sock: u64,
+    timer_armed: bool,
+    /// Frames the core asked to send, with the socket they were for, not yet written.
+    queue: VecDeque<(Outbound, u64)>,
+    /// What the core should be holding.
+    held: Option<String>,
+    closed: bool,
+    replaced: bool,
+}
+
+struct Harness {
+    core: Protocol,
+    m: Model,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Harness {
+            core: Protocol::new(Config {
+                url: "ws://worker/instances/j/r".into(),
+                token: "tok".into(),
+                name: "fuzz".into(),
+                reconnect_min_ms: 10.0,
+                reconnect_max_ms: 100.0,
+                reconnect_jitter: 0.2,
+                seed: 1,
+            }),
+            m: Model::default(),
+        }
+    }
+
+    /// Takes the core's actions and checks each against the model. Returns the sends.
+    fn actions(&mut self) -> Vec<Outbound> {
+        let mut sends = Vec::new();
+        while let Some(action) = self.core.poll_action() {
+            match action {
+                Action::Open => {
+                    assert!(!self.m.closed, "opened after close()");
+                    assert!(!self.m.replaced, "opened after 4409");
+                    assert!(
+                        self.m.sock.is_none() && !self.m.pending_open,
+                        "a second socket while one exists"
+                    );
+                    self.m.pending_open = true;
+                }
+                Action::Send(out) => {
+                    assert!(!self.m.closed, "sent {} after close()", out.type_name);
+                    let sock = self
+                        .m
+                        .sock
+                        .as_mut()
+                        .unwrap_or_else(|| panic!("sent {} with no socket", out.type_name));
+                    match out.type_name {
+                        "hello" => {
+                            assert!(!sock.hello_sent, "a second hello on one socket");
+                            sock.hello_sent = true;
+                        }
+                        "state" | "state-refused" => {
+                            assert!(sock.acked, "{} before the ack", out.type_name);
+                            // Judged by what the core has heard: an answer that crosses the
+                            // worker's own abort on the wire is the worker's race, not the core's.
+                            assert!(
+                                sock.in_flight.take().is_some(),
+                                "'{}' with no get-state in flight (a second answer, or none asked): {}",
+                                out.type_name,
+                                out.text
+                            );
+                        }
+                        _ => {
+                            assert!(out.is_report, "unknown frame {}", out.type_name);
+                            assert!(sock.acked, "report {} before the ack", out.type_name);
+                        }
+                    }
+                    assert!(out.text.len() <= 64 * 1024, "a frame over the cap");
+                    self.m.queue.push_back((out.clone(), sock.id));
+                    sends.push(out);
+                }
+                Action::Close { .. } => {
+                    // The transport drops the socket or the attempt.
+                    self.m.sock = None;
+                    self.m.pending_open = false;
+                }
+                Action::StartTimer { delay_ms } => {
+                    assert!(!self.m.closed, "a timer after close()");
+                    assert!(!self.m.replaced, "a timer after 4409");
+                    assert!(!self.m.timer_armed, "two reconnect timers");
+                    assert!(delay_ms.is_finite() && delay_ms >= 0.0, "delay {delay_ms}");
+                    self.m.timer_armed = true;
+                }
+                Action::CancelTimer => self.m.timer_armed = false,
+                Action::Call(_) | Action::Log(_) => {}
+            }
+        }
+        let acked = self.m.sock.as_ref().is_some_and(|s| s.acked);
+        assert_eq!(self.core.connected(), acked, "connected() disagrees");
+        assert_eq!(
+            self.core.has_held_report(),
+            self.m.held.is_some(),
+            "held report: core {} vs model {:?}",
+            self.core.has_held_report(),
+            self.m.held
+        );
+        sends
+    }
+
+    /// The socket ended (the transport saw it first): its queued frames can no longer be
+    /// written; the transport fails them in order before anything else (before any timer).
+    fn end_socket(&mut self) -> Option<u64> {
+        self.m.pending_open = false;
+        self.m.sock.take().map(|s| s.id)
+    }
+
+    fn fail_stale(&mut self) {
+        let current = self.m.sock.as_ref().map(|s| s.id);
+        while let Some((out, sock)) = self.m.queue.front().cloned() {
+            if Some(sock) == current {
+                break;
+            }
+            self.m.queue.pop_front();
+            if out.is_report && self.m.held.is_none() && !self.m.closed {
+                self.m.held = Some(out.text.clone());
+            }
+            self.core
+                .on_send_failed(out, "the connection it was meant for has ended");
+            let sends = self.actions();
+            assert!(sends.is_empty(), "a failed send sent something");
+        }
+    }
+
+    fn report(&mut self, result: Result<(), TooLarge>) {
+        let sends = self.actions();
+        if result.is_err() {
+            assert!(sends.is_empty(), "an oversized report was sent");
+            return;
+        }
+        match sends.as_slice() {
+            [] => {
+                // Held, unless closed.
+                if !self.m.closed {
+                    assert!(
+                        !self.core.connected(),
+                        "connected, yet the report was not sent"
+                    );
+                }
+            }
+            [out] => assert!(out.is_report),
+            more => panic!("one report sent {} frames", more.len()),
+        }
+    }
+
+    fn run(&mut self, event: Event) {
+        match event {
+            Event::OpenSucceeded => {
+                if !self.m.pending_open {
+                    return;
+                }
+                self.m.pending_open = false;
+                self.m.next_sock += 1;
+                self.m.sock = Some(Sock {
+                    id: self.m.next_sock,
+                    ..Sock::default()
+                });
+                self.core.on_open();
+                let sends = self.actions();
+                assert_eq!(
+                    sends.iter().map(|s| s.type_name).collect::<Vec<_>>(),
+                    ["hello"],
+                    "the hello, alone, when the socket opens"
+                );
+            }
+            Event::OpenFailed => {
+                if !self.m.pending_open {
+                    return;
+                }
+                self.m.pending_open = false;
+                self.core.on_open_failed("refused");
+                self.actions();
+            }
+            Event::Worker(frame) => {
+                let Some(sock) = self.m.sock.as_mut() else {
+                    return;
+                };
+                let text = match frame {
+                    Frame::HelloAck(target) => WorkerFrame::HelloAck {
+                        migration: target.map(|id| id.get().to_owned()),
+                    }
+                    .to_text(),
+                    Frame::GetState(id) => WorkerFrame::GetState {
+                        migration_id: id.get().to_owned(),
+                    }
+                    .to_text(),
+                    Frame::InitialState(id, p) => WorkerFrame::InitialState {
+                        migration_id: id.get().to_owned(),
+                        payload: p.json(),
+                    }
+                    .to_text(),
+                    Frame::CutoverReady(id, p) => WorkerFrame::CutoverReady {
+                        migration_id: id.get().to_owned(),
+                        payload: p.json(),
+                    }
+                    .to_text(),
+                    Frame::CutoverApply(id, p) => WorkerFrame::CutoverApply {
+                        migration_id: id.get().to_owned(),
+                        payload: p.json(),
+                    }
+                    .to_text(),
+                    Frame::Abort(id, reason) => WorkerFrame::Abort {
+                        migration_id: id.get().to_owned(),
+                        reason,
+                    }
+                    .to_text(),
+                    Frame::Raw(text) => text,
+                };
+                // What the worker has in flight, by what it sent: a get-state starts a propose
+                // (a newer one replaces an unanswered one), its abort ends it.
+                match parse_worker_frame(&text) {
+                    Ok(WorkerFrame::GetState { migration_id }) => {
+                        sock.in_flight = Some(migration_id)
+                    }
+                    Ok(WorkerFrame::Abort { migration_id, .. })
+                        if sock.in_flight.as_deref() == Some(migration_id.as_str()) =>
+                    {
+                        sock.in_flight = None
+                    }
+                    _ => {}
+                }
+                let was_acked = sock.acked;
+                let held = self.m.held.clone();
+                self.core.on_frame(&text);
+                let now_acked = self.core.connected();
+                if let Some(sock) = self.m.sock.as_mut() {
+                    sock.acked = now_acked;
+                }
+                if !was_acked && now_acked {
+                    // The ack: the held report goes out first, alone.
+                    self.m.held = None;
+                }
+                let sends = self.actions();
+                if !was_acked && now_acked {
+                    let texts: Vec<String> = sends.iter().map(|s| s.text.clone()).collect();
+                    assert_eq!(
+                        texts,
+                        held.into_iter().collect::<Vec<_>>(),
+                        "what the ack sent"
+                    );
+                } else {
+                    assert!(
+                        sends.is_empty(),
+                        "a worker frame made the core send {sends:?}"
+                    );
+                }
+            }
+            Event::Closed(code) => self.closed(code),
+            Event::ClosedWith(code) => self.closed(code.code()),
+            Event::Error => {
+                if self.end_socket().is_none() {
+                    return;
+                }
+                self.core.on_error();
+                self.actions();
+            }
+            Event::Stalled => {
+                if self.m.sock.is_none() && !self.m.pending_open {
+                    return;
+                }
+                self.end_socket();
+                self.core.on_stalled("stalled");
+                self.actions();
+            }
+            Event::Deliver => {
+                self.fail_stale();
+                // Whatever is left is for the open socket: written, in order.
+                self.m.queue.clear();
+            }
+            Event::SendFailed => {
+                self.fail_stale();
+                let Some((out, _)) = self.m.queue.pop_front() else {
+                    return;
+                };
+                self.end_socket();
+                if out.is_report && self.m.held.is_none() && !self.m.closed {
+                    self.m.held = Some(out.text.clone());
+                }
+                self.core.on_send_failed(out, "EPIPE");
+                self.actions();
+                self.fail_stale();
+            }
+            Event::Timer => {
+                if !self.m.timer_armed {
+                    return;
+                }
+                self.fail_stale();
+                self.m.timer_armed = false;
+                self.core.on_timer();
+                self.actions();
+            }
+            Event::StateSettled(id, settle) => {
+                let outcome = match settle {
+                    Settle::Missing => StateOutcome::Missing,
+                    Settle::Value(p) => StateOutcome::Value(p.json()),
+                    Settle::NotJson(s) => StateOutcome::NotJson(s),
+                    Settle::Refused(s) => StateOutcome::Refused(s),
+                    Settle::Threw(s) => StateOutcome::Threw(s),
+                };
+                self.core.on_state_settled(id.get(), outcome);
+                let sends = self.actions();
+                assert!(sends.len() <= 1, "one settle sent {} frames", sends.len());
+            }
+            Event::HandlerSettled(kind, id, threw) => {
+                let kind = match kind {
+                    Kind::InitialState => HandlerKind::InitialState,
+                    Kind::CutoverReady => HandlerKind::CutoverReady,
+                    Kind::CutoverApply => HandlerKind::CutoverApply,
+                    Kind::Abort => HandlerKind::Abort,
+                    Kind::Connected => HandlerKind::Connected,
+                };
+                let outcome = if threw {
+                    HandlerOutcome::Threw("e".into())
+                } else {
+                    HandlerOutcome::Done
+                };
+                self.core.on_handler_settled(kind, id.get(), outcome);
+                assert!(self.actions().is_empty(), "a settled handler sent a frame");
+            }
+            Event::ReportState(p) => {
+                let r = self.core.report_state(p.json());
+                let sends = self.actions();
+                assert!(r.is_ok() || sends.is_empty());
+                assert!(sends.len() <= 1);
+            }
+            Event::RefuseState(reason) => {
+                let _ = self.core.refuse_state(reason);
+                assert!(self.actions().len() <= 1);
+            }
+            Event::ReportReady(p) => {
+                let frame = JobFrame::TargetReady { payload: p.json() };
+                let r = self.core.report_ready(p.json());
+                self.note_report(&r, &frame);
+                self.report(r);
+            }
+            Event::ReportStoppedOutput(p) => {
+                let frame = JobFrame::SourceStoppedOutput { payload: p.json() };
+                let r = self.core.report_stopped_output(p.json());
+                self.note_report(&r, &frame);
+                self.report(r);
+            }
+            Event::ReportApplied(applied, skew) => {
+                let summary = AppliedSummary {
+                    applied,
+                    failed: Some(vec![FailedPart {
+                        id: "p".into(),
+                        reason: "r".into(),
+                    }]),
+                    skew_ms: skew,
+                };
+                let frame = JobFrame::TargetApplied(summary.clone());
+                let r = self.core.report_applied(summary);
+                self.note_report(&r, &frame);
+                self.report(r);
+            }
+            Event::Abort(reason) => {
+                let frame = JobFrame::Abort {
+                    reason: reason.clone(),
+                };
+                let r = self.core.abort(reason);
+                self.note_report(&r, &frame);
+                self.report(r);
+            }
+            Event::Close => {
+                self.core.close();
+                self.m.closed = true;
+                self.m.held = None;
+                self.actions();
+            }
+        }
+    }
+
+    /// A report the core did not send is the held one now: the latest wins.
+    fn note_report(&mut self, result: &Result<(), TooLarge>, frame: &JobFrame) {
+        if result.is_err() || self.m.closed || self.core.connected() {
+            return;
+        }
+        self.m.held = Some(frame.to_text());
+    }
+
+    fn closed(&mut self, code: u16) {
+        if self.end_socket().is_none() {
+            return;
+        }
+        self.core.on_closed(code, "");
+        if code == 4409 && !self.m.closed {
+            self.m.replaced = true;
+        }
+        self.actions();
+    }
+}
+
+fuzz_target!(|events: Vec<Event>| {
+    let mut h = Harness::new();
+    h.core.start();
+    h.actions();
+    for event in events.into_iter().take(400) {
+        h.run(event);
+    }
+});
