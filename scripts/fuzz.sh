@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Fuzz one target for N seconds (default 600) with cargo-fuzz on nightly, from the committed
-# corpus:  ./scripts/fuzz.sh worker_frame|protocol [seconds] [extra cargo-fuzz args...]
-# (installs cargo-fuzz if missing; run the targets one at a time on a small machine).
+# corpus (installs cargo-fuzz if missing; run the targets one at a time on a small machine):
+#   ./scripts/fuzz.sh worker_frame|protocol [seconds]
+# FUZZ_FEATURES=float-roundtrip builds serde_json with correctly rounded float parsing (see
+# fuzz/Cargo.toml and fuzz/regressions/worker_frame: without it worker_frame's round trip of a
+# target-applied skewMs fails at once).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
-target=${1:?usage: $0 worker_frame|protocol [seconds]}; secs=${2:-600}; shift $(( $# < 2 ? $# : 2 ))
+target=${1:?usage: $0 worker_frame|protocol [seconds]}
+secs=${2:-600}
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
+features=(); [ -n "${FUZZ_FEATURES:-}" ] && features=(--features "$FUZZ_FEATURES")
 dict=(); [ -f "$target.dict" ] && dict=(-dict="$target.dict")
-exec cargo +nightly fuzz run "$target" "$@" -- -max_total_time="$secs" -print_final_stats=1 "${dict[@]}"
+exec cargo +nightly fuzz run "$target" "${features[@]}" -- -max_total_time="$secs" -print_final_stats=1 "${dict[@]}"

@@ -49,6 +49,7 @@ describe('worker restarts', () => {
         let value = 0
         const latestHeld: number[] = []
         let killedBeforeAck = 0
+        const samples: ({ restarts: number } & Stats)[] = []
         const started = Date.now()
         for (let i = 0; i < RESTARTS; i++) {
           const run = worker.runs - 1
@@ -107,6 +108,7 @@ describe('worker restarts', () => {
             payload: latest,
           })
           expect(next.frames[1]!.at).toBeGreaterThanOrEqual(next.ackedAt!)
+          if ((i + 1) % Math.max(1, Math.floor(RESTARTS / 4)) === 0) samples.push({ restarts: i + 1, ...(await child.stats()) })
         }
         const elapsedMs = Date.now() - started
 
@@ -129,6 +131,7 @@ describe('worker restarts', () => {
         figure('restarts elapsed ms', elapsedMs)
         figure('restarts client before (fds/threads/rssKb)', before)
         figure('restarts client after (fds/threads/rssKb)', after)
+        figure('restarts client along the way', samples)
         expect(child.alive).toBe(true)
         expect(after.fds, 'open fds').toBeLessThanOrEqual(before.fds)
         expect(after.threads, 'threads').toBe(before.threads)
