@@ -118,6 +118,12 @@ check "no binary for an unsupported platform: the error names it and the support
   try { require("@norskvideo/ctl-migration"); process.exit(1) } catch (e) {
     console.error(e.message)
     if (e.code !== "ERR_CTL_MIGRATION_NO_BINARY" || !/riscv64/.test(e.message) || !/linux-x64-gnu, linux-arm64-gnu/.test(e.message)) process.exit(1)
+    // The list it names is the list of platform packages.
+    const packages = Object.keys(require("@norskvideo/ctl-migration/package.json").optionalDependencies)
+    if (JSON.stringify(e.supported.map((p) => "@norskvideo/ctl-migration-" + p).sort()) !== JSON.stringify(packages.sort())) {
+      console.error("supported", e.supported, "packages", packages)
+      process.exit(1)
+    }
   }'
 
 echo
