@@ -68,9 +68,14 @@ NODE_DIR=$(dirname "$(command -v node)")
 # PATH: node and npm, the system; no cargo, no rustc, no repository. HOME: a fresh one (npm's
 # cache set back to the usual one so that registry downloads are not repeated every run).
 CACHE=$(npm config get cache)
+# Windows programs need a few of their variables (SystemRoot for sockets, among others).
+KEEP_VARS=()
+for v in SYSTEMROOT SystemRoot WINDIR COMSPEC PATHEXT TEMP TMP USERPROFILE APPDATA LOCALAPPDATA PROGRAMDATA; do
+  if [ -n "${!v:-}" ]; then KEEP_VARS+=("$v=${!v}"); fi
+done
 run() {
-  env -i PATH="$NODE_DIR:/usr/bin:/bin" HOME="$TMP/home" npm_config_cache="$CACHE" npm_config_update_notifier=false \
-    TMPDIR="$TMP" "$@"
+  env -i ${KEEP_VARS[@]+"${KEEP_VARS[@]}"} PATH="$NODE_DIR:/usr/bin:/bin" HOME="$TMP/home" npm_config_cache="$CACHE" \
+    npm_config_update_notifier=false TMPDIR="$TMP" "$@"
 }
 if run sh -c 'command -v cargo || command -v rustc'; then echo "a Rust toolchain is on PATH" >&2; exit 1; fi
 # The other platforms' packages are not on the registry until the first release: npm skips an
