@@ -3,58 +3,16 @@
 // reference does not. Same product-style fake socket as js-socket.test.ts, but always this
 // package: the reference fails these by design, so they are not part of the comparison.
 import { inspect } from 'node:util'
-import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest'
+import { beforeEach, describe, expect, test, vi } from 'vitest'
 import {
   connectMigration,
   stateRefusal,
-  type ConnectMigrationOptions,
-  type MigrationClient,
   type MigrationHandlers,
 } from '../index.js'
-import { ENV, FakeSocket, TOKEN, deferred, flush } from './support/fake-socket.js'
+import { ENV, FakeSocket, HELLO, TOKEN, deferred, flush, useFakeSocketClients } from './support/fake-socket.js'
 
-const clients: MigrationClient[] = []
-let logs: string[] = []
-
-beforeEach(() => {
-  FakeSocket.reset()
-  logs = []
-})
-
-afterEach(() => {
-  for (const client of clients.splice(0)) client.close()
-  vi.useRealTimers()
-})
-
-function connect(handlers: MigrationHandlers, opts: ConnectMigrationOptions = {}, env: NodeJS.ProcessEnv = ENV): MigrationClient {
-  const client = connectMigration(handlers, env, { WebSocket: FakeSocket, log: (line) => logs.push(line), ...opts })
-  clients.push(client)
-  return client
-}
-
-async function connected(
-  handlers: MigrationHandlers,
-  opts: ConnectMigrationOptions = {},
-  targetOf?: string,
-): Promise<{ client: MigrationClient; socket: FakeSocket }> {
-  const client = connect(handlers, opts)
-  await flush()
-  const socket = FakeSocket.last
-  socket.accept(targetOf)
-  return { client, socket }
-}
-
-const hello = JSON.stringify({ type: 'hello', token: TOKEN })
-
-async function expectNextAttemptAfter(ms: number): Promise<void> {
-  const before = FakeSocket.attempts
-  vi.advanceTimersByTime(ms - 1)
-  await flush()
-  expect(FakeSocket.attempts, `no attempt before ${ms} ms`).toBe(before)
-  vi.advanceTimersByTime(1)
-  await flush()
-  expect(FakeSocket.attempts, `an attempt at ${ms} ms`).toBe(before + 1)
-}
+const { logs, clients, connect, connected, expectNextAttemptAfter } = useFakeSocketClients(() => connectMigration)
+const hello = HELLO
 
 /** A handler property called the way a socket would, with no event object at all. */
 function fireBare(socket: FakeSocket, name: 'onopen' | 'onmessage' | 'onclose' | 'onerror'): void {
@@ -87,7 +45,7 @@ describe('socket quirks the reference does not handle', () => {
   test('onmessage() with no event, or an event with no data, is ignored with a log line', async () => {
     const onGetState = vi.fn()
     const { client, socket } = await connected({ onGetState })
-    logs = []
+    logs.length = 0
     expect(() => fireBare(socket, 'onmessage')).not.toThrow()
     expect(() => socket.onmessage?.({} as { data: unknown })).not.toThrow()
     expect(() => socket.receiveData(null)).not.toThrow()

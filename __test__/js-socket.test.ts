@@ -6,11 +6,13 @@
 // against another one (scripts/compare-reference.sh points it at the JavaScript reference client).
 // Where this package deliberately differs from the reference, the tests are in
 // js-socket-differences.test.ts instead.
-import { afterEach, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest'
-import type { ConnectMigrationOptions, MigrationClient, MigrationHandlers } from '../index.js'
+import { beforeAll, describe, expect, test, vi } from 'vitest'
+import type { MigrationClient, MigrationHandlers } from '../index.js'
 import {
   ENV,
   FakeSocket,
+  HELLO,
+  useFakeSocketClients,
   TOKEN,
   WORKER_URL,
   deferred,
@@ -24,56 +26,8 @@ beforeAll(async () => {
   migration = await loadMigrationModule()
 })
 
-const clients: MigrationClient[] = []
-let logs: string[] = []
-
-beforeEach(() => {
-  FakeSocket.reset()
-  logs = []
-})
-
-afterEach(() => {
-  for (const client of clients.splice(0)) client.close()
-  vi.useRealTimers()
-})
-
-function connect(handlers: MigrationHandlers, opts: ConnectMigrationOptions = {}, env: NodeJS.ProcessEnv = ENV): MigrationClient {
-  const client = migration.connectMigration(handlers, env, {
-    WebSocket: FakeSocket,
-    log: (line) => logs.push(line),
-    ...opts,
-  })
-  clients.push(client)
-  return client
-}
-
-/** Connects, lets the socket be constructed, opens it and acknowledges the hello. */
-async function connected(
-  handlers: MigrationHandlers,
-  opts: ConnectMigrationOptions = {},
-  targetOf?: string,
-): Promise<{ client: MigrationClient; socket: FakeSocket }> {
-  const client = connect(handlers, opts)
-  await flush()
-  const socket = FakeSocket.last
-  socket.accept(targetOf)
-  return { client, socket }
-}
-
-const hello = JSON.stringify({ type: 'hello', token: TOKEN })
-
-/** With fake timers: no new attempt until `ms` have passed, and the socket is constructed one
- *  microtask after the reconnect timer fires. */
-async function expectNextAttemptAfter(ms: number): Promise<void> {
-  const before = FakeSocket.attempts
-  vi.advanceTimersByTime(ms - 1)
-  await flush()
-  expect(FakeSocket.attempts, `no attempt before ${ms} ms`).toBe(before)
-  vi.advanceTimersByTime(1)
-  expect(FakeSocket.attempts, 'constructed a microtask after the timer').toBe(before)
-  await flush()
-  expect(FakeSocket.attempts, `an attempt at ${ms} ms`).toBe(before + 1)
-}
+const { logs, connect, connected, expectNextAttemptAfter } = useFakeSocketClients(() => migration.connectMigration)
+const hello = HELLO
 
 describe('connecting', () => {
   test('constructs the socket with the worker URL one microtask after connectMigration returns', async () => {
@@ -153,7 +107,7 @@ describe('connecting', () => {
     expect(client.connected).toBe(false)
     socket.receive({ type: 'hello-ack' })
     expect(client.connected).toBe(true)
-    logs = []
+    logs.length = 0
     const bad: unknown[] = [
       'not json',
       '',

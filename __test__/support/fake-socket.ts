@@ -2,7 +2,8 @@
 // passed as `opts.WebSocket`, whose events the test fires by hand and whose `send`/`close` calls it
 // records. Nothing here knows which client implementation is under test.
 import { pathToFileURL } from 'node:url'
-import type { MigrationSocket } from '../../index.js'
+import { afterEach, beforeEach, expect, vi } from 'vitest'
+import type { ConnectMigrationOptions, MigrationClient, MigrationHandlers, MigrationSocket } from '../../index.js'
 
 export type MigrationModule = typeof import('../../index.js')
 
@@ -128,4 +129,66 @@ export function deferred<T = unknown>(): { promise: Promise<T>; resolve: (v: T) 
     reject = rej
   })
   return { promise, resolve, reject }
+}
+
+/** The hello the client sends with the test token. */
+export const HELLO = JSON.stringify({ type: 'hello', token: TOKEN })
+
+export interface FakeSocketClients {
+  /** What the clients logged; emptied before each test. */
+  logs: string[]
+  /** Closed after each test. */
+  clients: MigrationClient[]
+  /** `connectMigration` with the fake socket and the log above. */
+  connect(handlers: MigrationHandlers, opts?: ConnectMigrationOptions, env?: NodeJS.ProcessEnv): MigrationClient
+  /** Connects, lets the socket be constructed, opens it and acknowledges the hello. */
+  connected(
+    handlers: MigrationHandlers,
+    opts?: ConnectMigrationOptions,
+    targetOf?: string,
+  ): Promise<{ client: MigrationClient; socket: FakeSocket }>
+  /** With fake timers: no new attempt until `ms` have passed, and the socket is constructed one
+   *  microtask after the reconnect timer fires. */
+  expectNextAttemptAfter(ms: number): Promise<void>
+}
+
+/** The per-test set-up of a fake-socket suite, over the `connectMigration` it is given. */
+export function useFakeSocketClients(connectMigration: () => MigrationModule['connectMigration']): FakeSocketClients {
+  const logs: string[] = []
+  const clients: MigrationClient[] = []
+  beforeEach(() => {
+    FakeSocket.reset()
+    logs.length = 0
+  })
+  afterEach(() => {
+    for (const client of clients.splice(0)) client.close()
+    vi.useRealTimers()
+  })
+  const connect: FakeSocketClients['connect'] = (handlers, opts = {}, env = ENV) => {
+    const client = connectMigration()(handlers, env, { WebSocket: FakeSocket, log: (line) => logs.push(line), ...opts })
+    clients.push(client)
+    return client
+  }
+  return {
+    logs,
+    clients,
+    connect,
+    async connected(handlers, opts = {}, targetOf) {
+      const client = connect(handlers, opts)
+      await flush()
+      const socket = FakeSocket.last
+      socket.accept(targetOf)
+      return { client, socket }
+    },
+    async expectNextAttemptAfter(ms) {
+      const before = FakeSocket.attempts
+      vi.advanceTimersByTime(ms - 1)
+      await flush()
+      expect(FakeSocket.attempts, `no attempt before ${ms} ms`).toBe(before)
+      vi.advanceTimersByTime(1)
+      expect(FakeSocket.attempts, 'constructed a microtask after the timer').toBe(before)
+      await flush()
+      expect(FakeSocket.attempts, `an attempt at ${ms} ms`).toBe(before + 1)
+    },
+  }
 }
