@@ -90,6 +90,13 @@ enum Kind {
 
 #[derive(Arbitrary, Debug)]
 enum Event {
+    /// Shortcuts through the common paths, so that the fuzzer reaches states deep in a session
+    /// (a propose outliving its socket, a report held across several drops) in few events:
+    /// the socket opens and the worker acks it.
+    Connect(Option<Id>),
+    /// The socket ends (closed with this code), the reconnect timer fires, a new socket opens
+    /// and is acked.
+    Reconnect(CloseCode, Option<Id>),
     /// The socket the core asked for opened / failed to.
     OpenSucceeded,
     OpenFailed,
@@ -314,6 +321,16 @@ impl Harness {
 
     fn run(&mut self, event: Event) {
         match event {
+            Event::Connect(target) => {
+                self.run(Event::OpenSucceeded);
+                self.run(Event::Worker(Frame::HelloAck(target)));
+            }
+            Event::Reconnect(code, target) => {
+                self.run(Event::ClosedWith(code));
+                self.run(Event::Deliver);
+                self.run(Event::Timer);
+                self.run(Event::Connect(target));
+            }
             Event::OpenSucceeded => {
                 if !self.m.pending_open {
                     return;
