@@ -2,9 +2,7 @@
 # Fuzz one target for N seconds (default 600) with cargo-fuzz on nightly, from the committed
 # corpus (installs cargo-fuzz if missing; run the targets one at a time on a small machine):
 #   ./scripts/fuzz.sh worker_frame|protocol [seconds]
-# FUZZ_FEATURES=float-roundtrip builds serde_json with correctly rounded float parsing (see
-# fuzz/Cargo.toml and fuzz/regressions/worker_frame: without it worker_frame's round trip of a
-# target-applied skewMs fails at once).
+# FUZZ_FEATURES passes cargo features to the fuzz crate.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 target=${1:?usage: $0 worker_frame|protocol [seconds]}

@@ -483,9 +483,11 @@ pub fn check_json(text: &str) -> Result<(), String> {
                     i += 1;
                 }
                 let number = &text[start..i];
-                match number.parse::<f64>() {
-                    Ok(n) if n.is_finite() => {}
-                    _ => return Err(format!("{number} is not a finite number")),
+                // Only an exponent or over 308 digits can leave a double's range; most numbers
+                // need no parse at all.
+                let may_overflow = number.len() > 308 || number.bytes().any(|b| b | 0x20 == b'e');
+                if may_overflow && !number.parse::<f64>().is_ok_and(f64::is_finite) {
+                    return Err(format!("{number} is not a finite number"));
                 }
             }
             _ => i += 1,

@@ -62,7 +62,7 @@ pub struct JsWork {
     pub actions: Vec<Action>,
 }
 
-pub trait JsSink: Send + 'static {
+pub trait JsSink: Send + Sync + 'static {
     fn deliver(&self, work: JsWork);
 }
 
@@ -72,7 +72,7 @@ struct State<S> {
     generation: u64,
     control: mpsc::UnboundedSender<Control>,
     /// Released when the task ends, so an idle process can exit.
-    js: Option<S>,
+    js: Option<Arc<S>>,
     /// The last state handed to JavaScript.
     status: Status,
 }
@@ -108,7 +108,7 @@ impl<S: JsSink> NativeClient<S> {
             core,
             generation: 0,
             control,
-            js: Some(js),
+            js: Some(Arc::new(js)),
             status: Status {
                 seq: 0,
                 role: Role::Source,
@@ -197,15 +197,21 @@ fn route<S>(state: &mut State<S>) -> JsWork {
 /// Feeds the core from the runtime thread and hands the JavaScript work to the sink. Returns
 /// whether the client is connected (hello-acked) afterwards.
 fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) -> bool {
-    let mut state = lock(state);
-    f(&mut state.core);
-    let work = route(&mut state);
+    let (work, sink, connected) = {
+        let mut state = lock(state);
+        f(&mut state.core);
+        let work = route(&mut state);
+        (work, state.js.clone(), state.core.connected())
+    };
+    // Delivered after the lock is released: waking the JavaScript thread takes Node's own lock,
+    // and a JavaScript thread that wakes up and calls in must not find ours held. Only this
+    // thread delivers, so the order is kept.
     if work.status.is_some() || !work.actions.is_empty() {
-        if let Some(sink) = &state.js {
+        if let Some(sink) = sink {
             sink.deliver(work);
         }
     }
-    state.core.connected()
+    connected
 }
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;

@@ -710,12 +710,15 @@ impl Protocol {
         if self.is_finished() || self.timer_armed {
             return;
         }
-        let backoff = self.cfg.reconnect_min_ms * 2f64.powi(self.attempt as i32);
-        let mut delay_ms = fixed_delay_ms.unwrap_or_else(|| self.cfg.reconnect_max_ms.min(backoff));
-        let jitter = self.cfg.reconnect_jitter.clamp(0.0, 1.0);
-        if jitter > 0.0 {
-            delay_ms *= 1.0 - jitter * self.next_random();
-        }
+        // A fixed delay is a policy (D5: wait the longest after 4401), not a backoff: no jitter.
+        let delay_ms = match fixed_delay_ms {
+            Some(delay_ms) => delay_ms,
+            None => {
+                let backoff = self.cfg.reconnect_min_ms * 2f64.powi(self.attempt as i32);
+                let jitter = self.cfg.reconnect_jitter.clamp(0.0, 1.0);
+                self.cfg.reconnect_max_ms.min(backoff) * (1.0 - jitter * self.next_random())
+            }
+        };
         self.attempt = (self.attempt + 1).min(30);
         self.timer_armed = true;
         self.actions.push_back(Action::StartTimer { delay_ms });
