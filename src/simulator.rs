@@ -984,33 +984,30 @@ impl<S: EventSink> Connection<S> {
         });
     }
 
+    /// Records a broken rule; returns the close it calls for.
+    fn violated(&self, rule: Rule, detail: String) -> (u16, &'static str) {
+        self.shared.emit(Event::Violation {
+            connection: self.id,
+            path: self.path.clone(),
+            instance: self.instance.clone(),
+            rule,
+            detail,
+        });
+        (rule.close_code(), rule.close_reason())
+    }
+
     /// Closes as `end` requires and reports the close. The instance stops being connected
     /// first, so a caller that sees the close also sees it disconnected.
     async fn finish(&self, ws: &mut Socket, end: End) {
         self.forget();
         let (code, reason, by) = match end {
             End::Broke(rule, detail) => {
-                self.shared.emit(Event::Violation {
-                    connection: self.id,
-                    path: self.path.clone(),
-                    instance: self.instance.clone(),
-                    rule,
-                    detail,
-                });
-                let (code, reason) = (rule.close_code(), rule.close_reason());
+                let (code, reason) = self.violated(rule, detail);
                 close(ws, code, reason).await;
                 (code, reason.to_owned(), Closer::Worker)
             }
             End::Overflowed(detail) => {
-                let rule = Rule::FrameTooLarge;
-                self.shared.emit(Event::Violation {
-                    connection: self.id,
-                    path: self.path.clone(),
-                    instance: self.instance.clone(),
-                    rule,
-                    detail,
-                });
-                let (code, reason) = (rule.close_code(), rule.close_reason());
+                let (code, reason) = self.violated(Rule::FrameTooLarge, detail);
                 close_unparseable(ws, code, reason).await;
                 (code, reason.to_owned(), Closer::Worker)
             }
