@@ -14,6 +14,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -371,7 +372,7 @@ async fn drive<S: JsSink>(
                     Some(Err(error)) => {
                         // A peer that broke the protocol is told why before the socket goes.
                         if let (Some(ws), Some((code, reason))) = (socket.as_mut(), close_for(&error)) {
-                            close_socket(ws, Some(code), Some(reason)).await;
+                            close_unreadable(ws, code, reason).await;
                         }
                         end_connection(&state, &mut socket, &mut generation);
                         feed(&state, |core| core.on_error())
@@ -496,6 +497,33 @@ async fn close_socket(ws: &mut Socket, code: Option<u16>, reason: Option<&'stati
     let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, async {
         let _ = ws.close(frame).await;
         while let Some(Ok(_)) = ws.next().await {}
+    })
+    .await;
+}
+
+/// Closes a socket whose input can no longer be parsed (the rest of an oversized or broken frame
+/// may still be arriving): sends the close frame, ends our side, and discards what comes until
+/// the peer closes, bounded. Closing with unread input would reset the connection, and a reset
+/// can destroy the close frame before the peer reads it.
+async fn close_unreadable(ws: &mut Socket, code: u16, reason: &'static str) {
+    let frame = CloseFrame {
+        code: CloseCode::from(code),
+        reason: reason.into(),
+    };
+    let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, ws.close(Some(frame))).await;
+    discard_until_closed(ws.get_mut(), CLOSE_HANDSHAKE_TIMEOUT).await;
+}
+
+/// Shuts our writing side, then reads and drops whatever the peer still sends until it closes
+/// or `limit` passes.
+pub async fn discard_until_closed<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    limit: Duration,
+) {
+    let _ = tokio::time::timeout(limit, async {
+        let _ = stream.shutdown().await;
+        let mut discard = vec![0u8; 64 * 1024];
+        while matches!(stream.read(&mut discard).await, Ok(n) if n > 0) {}
     })
     .await;
 }

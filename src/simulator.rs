@@ -10,7 +10,7 @@
 //! first time the caller asks for the instance's env. A path naming no issued instance is refused.
 
 use crate::frames::{check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES};
-use crate::native::runtime;
+use crate::native::{discard_until_closed, runtime};
 use crate::protocol::{CLOSE_REPLACED, CLOSE_UNAUTHORIZED};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::hash_map::RandomState;
@@ -18,10 +18,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWrite;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -1129,19 +1127,7 @@ async fn close_unparseable(ws: &mut Socket, code: u16, reason: &str) {
         reason: reason.into(),
     };
     let _ = ws.close(Some(frame)).await;
-    let stream = ws.get_mut();
-    let _ = std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_shutdown(cx)).await;
-    let _ = tokio::time::timeout(CLOSE_REPLY_TIMEOUT, async {
-        let mut discard = vec![0u8; 64 * 1024];
-        while stream.readable().await.is_ok() {
-            match stream.try_read(&mut discard) {
-                Ok(0) => break,
-                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => break,
-                _ => {}
-            }
-        }
-    })
-    .await;
+    discard_until_closed(ws.get_mut(), CLOSE_REPLY_TIMEOUT).await;
 }
 
 #[cfg(test)]
