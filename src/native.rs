@@ -25,6 +25,9 @@ use tokio_tungstenite::{
     connect_async_tls_with_config, Connector, MaybeTlsStream, WebSocketStream,
 };
 
+/// How long one write may wait for a worker that stopped reading, when no heartbeat sets it.
+const DEFAULT_WRITE_LIMIT: Duration = Duration::from_secs(30);
+
 /// How long a closing client waits for the worker to answer its close frame.
 const CLOSE_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -292,6 +295,9 @@ async fn drive<S: JsSink>(
     let mut silence_deadline: Option<Timer> = None;
     let heartbeat = timers.heartbeat;
     let silence = heartbeat.map(|h| h * 2);
+    // A peer that stops reading must not hold the task (and with it close()) for ever, even
+    // with the heartbeat off.
+    let write_limit = silence.unwrap_or(DEFAULT_WRITE_LIMIT);
     let mut generation = 0u64;
 
     loop {
@@ -307,7 +313,7 @@ async fn drive<S: JsSink>(
                     Control::Send(out, for_generation) => {
                         let live = socket.as_mut().filter(|_| for_generation == generation);
                         let result = match live {
-                            Some(ws) => write(ws, Message::text(out.text.clone()), silence).await,
+                            Some(ws) => write(ws, Message::text(out.text.clone()), write_limit).await,
                             None => Err("the connection it was meant for has ended".to_owned()),
                         };
                         if let Err(error) = result {
@@ -393,7 +399,7 @@ async fn drive<S: JsSink>(
             () = until_fired(&mut next_ping) => {
                 next_ping = heartbeat.map(timer);
                 if let Some(ws) = socket.as_mut() {
-                    if let Err(error) = write(ws, Message::Ping(Default::default()), silence).await {
+                    if let Err(error) = write(ws, Message::Ping(Default::default()), write_limit).await {
                         end_connection(&state, &mut socket, &mut generation);
                         feed(&state, |core| core.on_stalled(&format!("ping failed: {error}")));
                     }
@@ -434,17 +440,13 @@ fn timer(after: Duration) -> Timer {
 }
 
 /// Sends one message; a peer that stops reading cannot hold the task longer than `limit`.
-async fn write(ws: &mut Socket, msg: Message, limit: Option<Duration>) -> Result<(), String> {
-    let send = ws.send(msg);
-    match limit {
-        Some(limit) => match tokio::time::timeout(limit, send).await {
-            Ok(result) => result.map_err(|e| e.to_string()),
-            Err(_) => Err(format!(
-                "the worker took no data for {} ms",
-                limit.as_millis()
-            )),
-        },
-        None => send.await.map_err(|e| e.to_string()),
+async fn write(ws: &mut Socket, msg: Message, limit: Duration) -> Result<(), String> {
+    match tokio::time::timeout(limit, ws.send(msg)).await {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "the worker took no data for {} ms",
+            limit.as_millis()
+        )),
     }
 }
 
