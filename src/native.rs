@@ -6,13 +6,12 @@
 
 use crate::frames::MAX_FRAME_BYTES;
 use crate::protocol::{Action, Outbound, Protocol, Role};
+use crate::runtime::runtime;
+use crate::tls::tls_config;
 use futures_util::{SinkExt, StreamExt};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
-use rustls::{ClientConfig, RootCertStore};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -239,41 +238,6 @@ async fn connect(url: String) -> Result<Socket, String> {
         Ok((socket, _response)) => Ok(socket),
         Err(e) => Err(e.to_string()),
     }
-}
-
-/// The TLS client configuration: the platform's trust store plus the CAs in
-/// `NODE_EXTRA_CA_CERTS` (the Node convention a product already uses), ring as the crypto
-/// provider (named explicitly: rustls panics when it has to guess), hostnames verified.
-fn tls_config() -> Result<Arc<ClientConfig>, String> {
-    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let mut roots = RootCertStore::empty();
-            for cert in rustls_native_certs::load_native_certs().certs {
-                // A platform certificate rustls cannot use is one fewer root, not a failure.
-                let _ = roots.add(cert);
-            }
-            if let Some(path) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|p| !p.is_empty()) {
-                let shown = path.to_string_lossy().into_owned();
-                let pem = std::fs::read(&path)
-                    .map_err(|e| format!("cannot read NODE_EXTRA_CA_CERTS ({shown}): {e}"))?;
-                for cert in CertificateDer::pem_slice_iter(&pem) {
-                    let cert = cert
-                        .map_err(|e| format!("NODE_EXTRA_CA_CERTS ({shown}) is not PEM: {e:?}"))?;
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("NODE_EXTRA_CA_CERTS ({shown}): {e}"))?;
-                }
-            }
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let config = ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|e| format!("TLS set-up failed: {e}"))?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            Ok(Arc::new(config))
-        })
-        .clone()
 }
 
 type Connecting = Pin<Box<dyn Future<Output = Result<Socket, String>> + Send>>;
@@ -537,82 +501,4 @@ fn delay(ms: f64) -> Duration {
     } else {
         Duration::from_millis(1)
     }
-}
-
-/// A share in the runtime thread that native clients (and the worker simulator) run on. The
-/// thread starts with the first share and ends when the last is dropped, so a process with no
-/// live client has no thread of ours.
-pub struct RuntimeLease {
-    handle: tokio::runtime::Handle,
-}
-
-struct RuntimeThread {
-    handle: tokio::runtime::Handle,
-    users: usize,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-static RUNTIME: Mutex<Option<RuntimeThread>> = Mutex::new(None);
-
-impl RuntimeLease {
-    pub fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
-        self.handle.enter()
-    }
-
-    /// Runs `task` on the runtime thread, which lives at least until `task` ends.
-    pub fn spawn<F>(self, task: F)
-    where
-        F: Future<Output = ()> + Send + 'static,
-    {
-        let handle = self.handle.clone();
-        handle.spawn(async move {
-            let _lease = self;
-            task.await
-        });
-    }
-}
-
-impl Drop for RuntimeLease {
-    fn drop(&mut self) {
-        let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(thread) = slot.as_mut() {
-            thread.users = thread.users.saturating_sub(1);
-            if thread.users == 0 {
-                if let Some(stop) = thread.stop.take() {
-                    let _ = stop.send(());
-                }
-                *slot = None;
-            }
-        }
-    }
-}
-
-/// A share in the runtime thread, starting it if no one holds one.
-pub fn runtime() -> Result<RuntimeLease, String> {
-    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(thread) = slot.as_mut() {
-        thread.users += 1;
-        return Ok(RuntimeLease {
-            handle: thread.handle.clone(),
-        });
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the migration runtime: {e}"))?;
-    let handle = rt.handle().clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    std::thread::Builder::new()
-        .name("ctl-migration".into())
-        .spawn(move || {
-            // Until the last lease is dropped; then the runtime and its leftovers go with it.
-            let _ = rt.block_on(stopped);
-        })
-        .map_err(|e| format!("cannot start the migration thread: {e}"))?;
-    *slot = Some(RuntimeThread {
-        handle: handle.clone(),
-        users: 1,
-        stop: Some(stop),
-    });
-    Ok(RuntimeLease { handle })
 }

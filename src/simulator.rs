@@ -10,8 +10,9 @@
 //! first time the caller asks for the instance's env. A path naming no issued instance is refused.
 
 use crate::frames::{check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES};
-use crate::native::{discard_until_closed, runtime};
+use crate::native::discard_until_closed;
 use crate::protocol::{CLOSE_REPLACED, CLOSE_UNAUTHORIZED};
+use crate::runtime::runtime;
 use futures_util::{SinkExt, StreamExt};
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;

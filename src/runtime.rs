@@ -1,0 +1,82 @@
+//! The one runtime thread native clients and the worker simulator run on.
+
+use std::future::Future;
+use std::sync::Mutex;
+
+/// A share in the runtime thread that native clients (and the worker simulator) run on. The
+/// thread starts with the first share and ends when the last is dropped, so a process with no
+/// live client has no thread of ours.
+pub struct RuntimeLease {
+    handle: tokio::runtime::Handle,
+}
+
+struct RuntimeThread {
+    handle: tokio::runtime::Handle,
+    users: usize,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+static RUNTIME: Mutex<Option<RuntimeThread>> = Mutex::new(None);
+
+impl RuntimeLease {
+    pub fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
+        self.handle.enter()
+    }
+
+    /// Runs `task` on the runtime thread, which lives at least until `task` ends.
+    pub fn spawn<F>(self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let handle = self.handle.clone();
+        handle.spawn(async move {
+            let _lease = self;
+            task.await
+        });
+    }
+}
+
+impl Drop for RuntimeLease {
+    fn drop(&mut self) {
+        let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(thread) = slot.as_mut() {
+            thread.users = thread.users.saturating_sub(1);
+            if thread.users == 0 {
+                if let Some(stop) = thread.stop.take() {
+                    let _ = stop.send(());
+                }
+                *slot = None;
+            }
+        }
+    }
+}
+
+/// A share in the runtime thread, starting it if no one holds one.
+pub fn runtime() -> Result<RuntimeLease, String> {
+    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(thread) = slot.as_mut() {
+        thread.users += 1;
+        return Ok(RuntimeLease {
+            handle: thread.handle.clone(),
+        });
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the migration runtime: {e}"))?;
+    let handle = rt.handle().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("ctl-migration".into())
+        .spawn(move || {
+            // Until the last lease is dropped; then the runtime and its leftovers go with it.
+            let _ = rt.block_on(stopped);
+        })
+        .map_err(|e| format!("cannot start the migration thread: {e}"))?;
+    *slot = Some(RuntimeThread {
+        handle: handle.clone(),
+        users: 1,
+        stop: Some(stop),
+    });
+    Ok(RuntimeLease { handle })
+}

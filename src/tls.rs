@@ -1,0 +1,42 @@
+//! TLS for `wss://` workers: rustls with the platform's trust store plus the CAs a Node product
+//! already names in `NODE_EXTRA_CA_CERTS`.
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use rustls::{ClientConfig, RootCertStore};
+use std::sync::{Arc, OnceLock};
+
+/// The TLS client configuration: the platform's trust store plus the CAs in
+/// `NODE_EXTRA_CA_CERTS` (the Node convention a product already uses), ring as the crypto
+/// provider (named explicitly: rustls panics when it has to guess), hostnames verified.
+pub fn tls_config() -> Result<Arc<ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let mut roots = RootCertStore::empty();
+            for cert in rustls_native_certs::load_native_certs().certs {
+                // A platform certificate rustls cannot use is one fewer root, not a failure.
+                let _ = roots.add(cert);
+            }
+            if let Some(path) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|p| !p.is_empty()) {
+                let shown = path.to_string_lossy().into_owned();
+                let pem = std::fs::read(&path)
+                    .map_err(|e| format!("cannot read NODE_EXTRA_CA_CERTS ({shown}): {e}"))?;
+                for cert in CertificateDer::pem_slice_iter(&pem) {
+                    let cert = cert
+                        .map_err(|e| format!("NODE_EXTRA_CA_CERTS ({shown}) is not PEM: {e:?}"))?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("NODE_EXTRA_CA_CERTS ({shown}): {e}"))?;
+                }
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| format!("TLS set-up failed: {e}"))?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            Ok(Arc::new(config))
+        })
+        .clone()
+}
