@@ -8,7 +8,7 @@ import {
   connectMigration,
   stateRefusal,
   type MigrationHandlers,
-} from '../index.js'
+} from '@norskvideo/ctl-migration'
 import { ENV, FakeSocket, HELLO, TOKEN, deferred, flush, useFakeSocketClients } from './support/fake-socket.js'
 
 const { logs, clients, connect, connected, expectNextAttemptAfter } = useFakeSocketClients(() => connectMigration)
@@ -290,7 +290,7 @@ describe('D6 reportApplied(summary)', () => {
 
   test('a summary of the wrong shape throws TypeError and sends nothing', async () => {
     const { client, socket } = await connected({}, {}, 'm1')
-    const bad = [{ applied: 'video' }, { failed: [{ id: 1 }] }, { skewMs: Number.NaN }, 'all of it']
+    const bad = [['video'], { applied: 'video' }, { failed: [{ id: 1 }] }, { skewMs: Number.NaN }, 'all of it']
     for (const summary of bad) expect(() => client.reportApplied(summary as never)).toThrow(TypeError)
     expect(socket.sent).toEqual([hello])
   })

@@ -7,7 +7,7 @@
 // Where this package deliberately differs from the reference, the tests are in
 // js-socket-differences.test.ts instead.
 import { beforeAll, describe, expect, test, vi } from 'vitest'
-import type { MigrationClient, MigrationHandlers } from '../index.js'
+import type { MigrationClient, MigrationHandlers } from '@norskvideo/ctl-migration'
 import {
   ENV,
   FakeSocket,

@@ -1,6 +1,6 @@
 // The reference client's behaviour, on the native transport against a real worker socket.
 import { describe, expect, test } from 'vitest'
-import { connectMigration, stateRefusal, isStateRefusal } from '../index.js'
+import { connectMigration, stateRefusal, isStateRefusal } from '@norskvideo/ctl-migration'
 import { useHarness } from './support/client.js'
 
 const h = useHarness()

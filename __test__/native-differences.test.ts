@@ -2,7 +2,7 @@
 // JavaScript client"), D1–D12, on the native transport against a real worker socket.
 import { inspect } from 'node:util'
 import { describe, expect, test } from 'vitest'
-import { connectMigration, type MigrationHandlers } from '../index.js'
+import { connectMigration, type MigrationHandlers } from '@norskvideo/ctl-migration'
 import { useHarness } from './support/client.js'
 
 const h = useHarness()
@@ -164,7 +164,7 @@ describe('D6 reportApplied(summary)', () => {
   test('a summary of the wrong shape throws TypeError and sends nothing', async () => {
     const client = h.connect({})
     await h.connected(client)
-    const bad: unknown[] = ['all', { applied: 'video' }, { failed: [{ id: 1 }] }, { skewMs: '3' }, { skewMs: Infinity }]
+    const bad: unknown[] = ['all', ['video'], { applied: 'video' }, { failed: [{ id: 1 }] }, { skewMs: '3' }, { skewMs: Infinity }]
     for (const summary of bad) expect(() => client.reportApplied(summary as never)).toThrow(TypeError)
     client.abort('sync-point')
     await h.worker.frame('abort')

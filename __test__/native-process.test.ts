@@ -102,9 +102,9 @@ test('the default log is console.error with the prefix "[migration] "', async ()
 
 describe('module formats', () => {
   test('ESM import and CJS require give the same API', async () => {
-    const esm = await import('../index.mjs')
+    const esm = await import('@norskvideo/ctl-migration')
     const { createRequire } = await import('node:module')
-    const cjs = createRequire(import.meta.url)('../index.js')
+    const cjs = createRequire(import.meta.url)('@norskvideo/ctl-migration')
     for (const name of ['connectMigration', 'stateRefusal', 'isStateRefusal'] as const) {
       expect(typeof esm[name]).toBe('function')
       expect(esm[name]).toBe(cjs[name])

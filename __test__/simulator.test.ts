@@ -376,7 +376,7 @@ describe('sending', () => {
     expect(() => w.cutoverApply('m1', 1)).toThrow('cutover-apply for m1: the migration has no target')
     w.launchTarget('m1')
     expect(() => w.cutoverApply('m1', 1)).toThrow('cutover-apply for m1: test-job/target-m1 not connected')
-    await expect(w.propose('m2')).rejects.toThrow('get-state for m2: test-job/main not connected')
+    await expect(w.propose('m2', { timeoutMs: 100 })).rejects.toThrow('get-state for m2: test-job/main not connected')
   })
 
   test('a payload over 64 KiB is refused', async () => {
@@ -423,7 +423,7 @@ describe('lifecycle', () => {
   })
 
   test('after close, a process that used the worker exits by itself', async () => {
-    const testing = fileURLToPath(new URL('../testing.mjs', import.meta.url))
+    const testing = fileURLToPath(new URL('../lib/testing.mjs', import.meta.url))
     const script = `
       import { startTestWorker } from ${JSON.stringify(testing)}
       import { WebSocket } from 'ws'

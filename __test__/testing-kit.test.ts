@@ -182,6 +182,15 @@ describe('a counter hands over', () => {
     expect(launched).toEqual([])
   })
 
+  test('propose right after connectMigration waits for the instance to connect', async () => {
+    new Counter(worker.env(), { live: true })
+    expect(await worker.propose('m1')).toEqual({ state: { next: 0 } })
+  })
+
+  test('propose to an instance that never connects fails, naming it, when its timeout ends', async () => {
+    await expect(worker.propose('m1', { timeoutMs: 200 })).rejects.toThrow('get-state for m1: test-job/main not connected')
+  })
+
   test('propose answers with the state, or the refusal', async () => {
     await liveSource()
     expect(await worker.propose('m1')).toEqual({ state: { next: 0 } })

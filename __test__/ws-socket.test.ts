@@ -11,7 +11,7 @@ import {
   type MigrationClient,
   type MigrationHandlers,
   type MigrationSocketCtor,
-} from '../index.js'
+} from '@norskvideo/ctl-migration'
 import { ScriptedWorker } from './support/worker.js'
 
 let worker: ScriptedWorker

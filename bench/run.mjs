@@ -327,16 +327,18 @@ function elfSections(buf) {
 // ── main ─────────────────────────────────────────────────────────────────────────────────────
 async function main() {
   const t0 = Date.now()
-  const nodeFile = readdirSync(root).find((f) => /^ctl-migration\..*\.node$/.test(f))
+  const addonDir = join(root, 'lib', 'addon')
+  const nodeFile = readdirSync(addonDir).find((f) => /^ctl-migration\..*\.node$/.test(f))
   if (!nodeFile) throw new Error('the native addon is not built: run `npm run build` first')
-  const newestSrc = Math.max(...readdirSync(join(root, 'src')).map((f) => statSync(join(root, 'src', f)).mtimeMs))
-  if (statSync(join(root, nodeFile)).mtimeMs < newestSrc) {
-    console.error('bench: warning: src/ is newer than the built addon; `npm run build` for current numbers')
+  const sources = ['src', 'crates/core/src'].flatMap((dir) => readdirSync(join(root, dir)).map((f) => join(root, dir, f)))
+  const newestSrc = Math.max(...sources.map((f) => statSync(f).mtimeMs))
+  if (statSync(join(addonDir, nodeFile)).mtimeMs < newestSrc) {
+    console.error('bench: warning: the Rust sources are newer than the built addon; `npm run build` for current numbers')
   }
-  if (elfSections(readFileSync(join(root, nodeFile))).includes('.debug_info')) {
+  if (elfSections(readFileSync(join(addonDir, nodeFile))).includes('.debug_info')) {
     console.error(`bench: warning: ${nodeFile} carries debug info — a \`npm run build:debug\` build? \`npm run build\` (release) before measuring`)
   }
-  const smoke = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(join(root, 'index.js'))})`], { encoding: 'utf8', timeout: 30_000 })
+  const smoke = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(join(root, 'lib', 'client.js'))})`], { encoding: 'utf8', timeout: 30_000 })
   if (smoke.status !== 0) throw new Error(`cannot load this package:\n${smoke.stderr}`)
 
   const load = loadavg()[0]

@@ -1,37 +1,13 @@
 'use strict'
 // The JavaScript side of the client: the public API, the calls into the product's handlers, and
-// the JavaScript-socket transport (`opts.WebSocket`). The protocol rules live in Rust
-// (src/protocol.rs); every call into the native `Client` returns the actions to carry out now.
+// the JavaScript-socket transport (`opts.WebSocket`, and the WebAssembly fallback's WebSocket).
+// The protocol rules live in Rust (crates/core); every call into the addon's `Client` returns
+// the actions to carry out now.
 
-const binding = require('../binding.js')
-
-const {
-  Client,
-  OP_LOG,
-  OP_CALL,
-  OP_TOO_LARGE,
-  OP_OPEN,
-  OP_SEND,
-  OP_CLOSE,
-  OP_START_TIMER,
-  OP_CANCEL_TIMER,
-  OP_STATUS,
-  HANDLER_GET_STATE,
-  HANDLER_INITIAL_STATE,
-  HANDLER_CUTOVER_READY,
-  HANDLER_CUTOVER_APPLY,
-  HANDLER_ABORT,
-  HANDLER_CONNECTED,
-  STATE_MISSING,
-  STATE_VALUE,
-  STATE_NOT_JSON,
-  STATE_REFUSED,
-  STATE_THREW,
-  STATE_UNPRINTABLE,
-  SETTLED_MISSING,
-  SETTLED_DONE,
-  SETTLED_THREW,
-} = binding
+// Loads nothing yet: the addon (native, else its WebAssembly build) is loaded by the first client
+// that has a socket, so an import or a no-op client costs no native code and cannot fail.
+const { binding } = require('./addon/binding.js')
+const { PACKAGE } = require('./addon/platform.js')
 
 const URL_ENV = 'NORSK_WORKER_WS_URL'
 const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
@@ -101,15 +77,31 @@ function functionOption(opts, key) {
   return value
 }
 
+/** The WebSocket class the WebAssembly fallback drives: the runtime's own, else the `ws` package
+ *  (from this package's place, else from the product's working directory, for strict layouts). */
+function fallbackWebSocket() {
+  if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket
+  const finders = [() => require('ws'), () => require('module').createRequire(`${process.cwd()}/package.json`)('ws')]
+  for (const find of finders) {
+    try {
+      const ws = find()
+      return ws.WebSocket ?? ws
+    } catch {
+      // not installed where this looks
+    }
+  }
+  return undefined
+}
+
 function socketClient(handlers, url, token, name, opts) {
-  const Socket = functionOption(opts, 'WebSocket')
+  const productSocket = functionOption(opts, 'WebSocket')
   const options = {
     url,
     token,
     name,
     reconnectMinMs: numberOption(opts, 'reconnectMinMs', DEFAULT_MIN_BACKOFF_MS),
     reconnectMaxMs: numberOption(opts, 'reconnectMaxMs', DEFAULT_MAX_BACKOFF_MS),
-    reconnectJitter: numberOption(opts, 'reconnectJitter', Socket ? 0 : DEFAULT_NATIVE_JITTER, 1),
+    reconnectJitter: numberOption(opts, 'reconnectJitter', productSocket ? 0 : DEFAULT_NATIVE_JITTER, 1),
     heartbeatMs: numberOption(opts, 'heartbeatMs', DEFAULT_HEARTBEAT_MS),
     connectTimeoutMs: numberOption(opts, 'connectTimeoutMs', DEFAULT_CONNECT_TIMEOUT_MS),
   }
@@ -121,6 +113,49 @@ function socketClient(handlers, url, token, name, opts) {
       // A product's logger that throws must not take the client down with it.
     }
   }
+
+  const { addon, flavor, nativeError } = binding()
+  // Without the native addon the client drives the same core over a JavaScript WebSocket.
+  let Socket = productSocket
+  if (!Socket && flavor !== 'native') {
+    Socket = fallbackWebSocket()
+    if (!Socket) {
+      throw new TypeError(
+        `${PACKAGE}: without its native addon the client needs a WebSocket class, and this runtime has ` +
+          'none (Node.js before 22): install the `ws` package, or pass opts.WebSocket.' +
+          (nativeError ? ` (The native addon: ${nativeError.message})` : ''),
+        { cause: nativeError },
+      )
+    }
+    if (nativeError) noteFallback(log, nativeError)
+  }
+  const {
+    Client,
+    OP_LOG,
+    OP_CALL,
+    OP_TOO_LARGE,
+    OP_OPEN,
+    OP_SEND,
+    OP_CLOSE,
+    OP_START_TIMER,
+    OP_CANCEL_TIMER,
+    OP_STATUS,
+    HANDLER_GET_STATE,
+    HANDLER_INITIAL_STATE,
+    HANDLER_CUTOVER_READY,
+    HANDLER_CUTOVER_APPLY,
+    HANDLER_ABORT,
+    HANDLER_CONNECTED,
+    STATE_MISSING,
+    STATE_VALUE,
+    STATE_NOT_JSON,
+    STATE_REFUSED,
+    STATE_THREW,
+    STATE_UNPRINTABLE,
+    SETTLED_MISSING,
+    SETTLED_DONE,
+    SETTLED_THREW,
+  } = addon
 
   // What `role`, `migrationId` and `connected` read on the native transport: the state as of
   // the events JavaScript has handled so far (see `Status` in src/native.rs). A JavaScript
@@ -284,6 +319,14 @@ function socketClient(handlers, url, token, name, opts) {
   return client
 }
 
+let fallbackNoted = false
+/** Once per process: a product falling back to WebAssembly without asking should be told why. */
+function noteFallback(log, nativeError) {
+  if (fallbackNoted) return
+  fallbackNoted = true
+  log(`using the WebAssembly build and a JavaScript WebSocket: ${nativeError.message}`)
+}
+
 // D2: what JSON.stringify makes of a payload; a top-level value it drops becomes null, and a
 // BigInt or a cycle throws its TypeError before anything is sent.
 function payloadJson(payload) {
@@ -294,7 +337,7 @@ function payloadJson(payload) {
 // D6: `reportApplied(summary?)`, checked before anything is sent.
 function appliedSummary(summary) {
   if (summary === undefined || summary === null) return undefined
-  if (typeof summary !== 'object') throw new TypeError('reportApplied: summary must be an object')
+  if (typeof summary !== 'object' || Array.isArray(summary)) throw new TypeError('reportApplied: summary must be an object')
   const out = {}
   if (summary.applied !== undefined) {
     if (!Array.isArray(summary.applied) || !summary.applied.every((id) => typeof id === 'string')) {

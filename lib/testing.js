@@ -1,10 +1,10 @@
 'use strict'
-// The testing kit, `@norskvideo/ctl-migration/testing`: a worker simulator on loopback (Rust, in
-// the addon: src/simulator.rs) that enforces the real worker's rules and records everything it
+// The testing kit, `@norskvideo/ctl-migration/testing`: a worker simulator on loopback (Rust, its
+// own addon: crates/simulator) that enforces the real worker's rules and records everything it
 // sees, and `runHandover`, which drives a whole handover between two products as the worker does.
 // Everything here waits on the simulator's events, each wait bounded by a deadline.
 
-const { TestWorkerHandle } = require('../binding.js')
+const { testingAddon } = require('./addon/testing.js')
 
 const DEFAULT_JOB_ID = 'test-job'
 const DEFAULT_ROLE = 'main'
@@ -35,7 +35,7 @@ async function startTestWorker(opts) {
   let handovers = 0
   let closing
 
-  const native = TestWorkerHandle.start(helloTimeoutMs, (event) => {
+  const native = testingAddon().TestWorkerHandle.start(helloTimeoutMs, (event) => {
     // Called through a threadsafe function: an exception here would be fatal to the process.
     try {
       record(event)
@@ -126,12 +126,20 @@ async function startTestWorker(opts) {
   async function propose(migrationId, opts) {
     const timeoutMs = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS
     const to = opts?.to === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(opts.to, 'propose')
+    const deadline = Date.now() + timeoutMs
+    // Connecting a product and then proposing is the natural order: wait for the instance, within
+    // the same deadline; one that never connects gets the simulator's "not connected" below.
+    await until(
+      () => (native.isConnected(to.jobId, to.role) ? true : undefined),
+      () => undefined,
+      timeoutMs,
+    ).catch(() => {})
     const since = seq
     const [delivery] = send('get-state', migrationId, undefined, to)
     const outcome = await until(
       () => settled(since, [delivery.connection], delivery.connection, ['state', 'state-refused']),
       () => new Error(`propose ${migrationId}: no 'state' or 'state-refused' from ${name(to)} within ${timeoutMs} ms`),
-      timeoutMs,
+      Math.max(0, deadline - Date.now()),
     )
     if (outcome.answer) {
       const frame = outcome.answer.frame

@@ -7,7 +7,13 @@
 #   - runs the smoke suite (ESM import, CJS require, connect, handover, reconnect, close, exit,
 #     worker threads) against the installed copy,
 #   - type-checks a product file that uses every exported type with `tsc --strict`
-#     (TypeScript from the npm registry), for the ESM and the CJS entry.
+#     (TypeScript from the npm registry), for the ESM and the CJS entry;
+# then installs the root tarball alone with --omit=optional into a second product (what a
+# lockfile from another platform or a platform with no binary gives) and there:
+#   - CJS require, ESM import and the no-op client work, loading nothing native,
+#   - on Node 20 without `ws`, connectMigration says to install it; with `ws`, a real handover
+#     runs on the WebAssembly build; on Node 22 (from the npm registry) the same over the global
+#     WebSocket.
 #
 #   scripts/install-path.sh                  # the binary this checkout built (npm run build)
 #   BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node scripts/install-path.sh
@@ -27,13 +33,15 @@ PLATFORM=$(node -e '
 VERSION=$(node -p 'require("./package.json").version')
 
 [ -d node_modules ] || npm ci --no-audit --no-fund
-BINARY=${BINARY:-$ROOT/ctl-migration.$PLATFORM.node}
-if [ ! -f "$BINARY" ]; then npm run build; fi
-[ -f "$BINARY" ]
+BINARY=${BINARY:-$ROOT/lib/addon/ctl-migration.$PLATFORM.node}
+TESTING_BINARY=${TESTING_BINARY:-$(dirname "$BINARY")/ctl-migration-testing.$PLATFORM.node}
+WASM=$ROOT/lib/addon/ctl-migration.wasm32-wasip1.wasm
+if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then npm run build; fi
+[ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ]
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$TMP"' EXIT; fi
-mkdir -p "$TMP/tarballs" "$TMP/stage" "$TMP/product" "$TMP/home"
+mkdir -p "$TMP/tarballs" "$TMP/stage" "$TMP/product" "$TMP/fallback" "$TMP/home"
 echo "platform $PLATFORM, version $VERSION, binary $BINARY, in $TMP" >&2
 
 # ── pack ─────────────────────────────────────────────────────────────────────
@@ -48,11 +56,14 @@ node -e '
   const pkg = JSON.parse(fs.readFileSync(file, "utf8"))
   for (const name of Object.keys(pkg.optionalDependencies)) pkg.optionalDependencies[name] = pkg.version
   fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")' "$TMP/stage/package/package.json"
-if compgen -G "$TMP/stage/package/*.node" >/dev/null; then echo "the root package must not carry a binary" >&2; exit 1; fi
+if [ -n "$(find "$TMP/stage/package" -name '*.node')" ]; then echo "the root package must not carry a binary" >&2; exit 1; fi
+# The WebAssembly fallback is in the root package itself: no install option can leave it out.
+[ -f "$TMP/stage/package/lib/addon/ctl-migration.wasm32-wasip1.wasm" ] || { echo "the root package lacks the WebAssembly build" >&2; exit 1; }
 (cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
 # The platform package: npm/<platform> with the binary in it (what `napi artifacts` does).
 cp -r "npm/$PLATFORM" "$TMP/stage/platform"
 cp "$BINARY" "$TMP/stage/platform/ctl-migration.$PLATFORM.node"
+cp "$TESTING_BINARY" "$TMP/stage/platform/ctl-migration-testing.$PLATFORM.node"
 (cd "$TMP/stage/platform" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
 ls -l "$TMP/tarballs" >&2
 tar -tzf "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz" | sort >&2
@@ -111,25 +122,76 @@ check "the type-checked product file names every type the package exports" node 
   const dir = path.dirname(require.resolve("@norskvideo/ctl-migration/package.json"))
   const product = fs.readFileSync("smoke/product/types.mts", "utf8")
   const missing = []
-  for (const entry of ["index.d.ts", "testing.d.ts"]) {
+  for (const entry of ["index.d.ts", "lib/testing.d.ts"]) {
     const dts = fs.readFileSync(path.join(dir, entry), "utf8")
     for (const [, name] of dts.matchAll(/^export (?:declare )?(?:interface|type|function|class|const|enum) (\w+)/gm)) {
       if (!new RegExp(`\\b${name}\\b`).test(product)) missing.push(`${entry}: ${name}`)
     }
   }
   if (missing.length) { console.error("not used in smoke/product/types.mts:", missing.join(", ")); process.exit(1) }'
-check "no binary for an unsupported platform: the error names it and the supported list" node -e '
+# shellcheck disable=SC2016 # JavaScript, not shell
+check "no binary for this platform (riscv64): import works, and the client says what it needs" node -e '
   Object.defineProperty(process, "arch", { value: "riscv64" })
-  try { require("@norskvideo/ctl-migration"); process.exit(1) } catch (e) {
+  delete globalThis.WebSocket
+  const m = require("@norskvideo/ctl-migration")
+  if (m.connectMigration({}, {}).role !== "none") process.exit(1)
+  try {
+    m.connectMigration({}, { NORSK_WORKER_WS_URL: "ws://127.0.0.1:9/x", NORSK_WORKER_TOKEN: "t" })
+    process.exit(1)
+  } catch (e) {
     console.error(e.message)
-    if (e.code !== "ERR_CTL_MIGRATION_NO_BINARY" || !/riscv64/.test(e.message) || !/linux-x64-gnu, linux-arm64-gnu/.test(e.message)) process.exit(1)
+    const cause = e.cause || {}
+    if (!(e instanceof TypeError) || !/install the `ws` package/.test(e.message)) process.exit(1)
+    if (cause.code !== "ERR_CTL_MIGRATION_NO_BINARY" || !/riscv64/.test(cause.message) || !/linux-x64-gnu, linux-arm64-gnu/.test(cause.message)) process.exit(1)
     // The list it names is the list of platform packages.
     const packages = Object.keys(require("@norskvideo/ctl-migration/package.json").optionalDependencies)
-    if (JSON.stringify(e.supported.map((p) => "@norskvideo/ctl-migration-" + p).sort()) !== JSON.stringify(packages.sort())) {
-      console.error("supported", e.supported, "packages", packages)
+    if (JSON.stringify(cause.supported.map((p) => "@norskvideo/ctl-migration-" + p).sort()) !== JSON.stringify(packages.sort())) {
+      console.error("supported", cause.supported, "packages", packages)
       process.exit(1)
     }
   }'
+
+# ── install without the optional dependencies: the WebAssembly fallback ──────
+say "install --omit=optional"
+cd "$TMP/fallback"
+cp -r "$TMP/product/smoke" smoke
+echo '{ "name": "a-product-without-binaries", "version": "1.0.0", "private": true }' >package.json
+run npm install --no-audit --no-fund --loglevel=error --omit=optional "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz"
+if [ -n "$(find node_modules -name '*.node')" ]; then echo "--omit=optional installed a binary" >&2; status=1; fi
+# shellcheck disable=SC2016 # JavaScript, not shell
+check "without binaries: CJS require, ESM import and the no-op client, nothing native loaded" node -e '
+  const cjs = require("@norskvideo/ctl-migration")
+  import("@norskvideo/ctl-migration").then((esm) => {
+    if (esm.connectMigration !== cjs.connectMigration) throw new Error("ESM and CJS differ")
+    const noop = esm.connectMigration({}, {})
+    noop.reportReady({})
+    noop.close()
+    if (noop.role !== "none" || noop.connected !== false) throw new Error("not a no-op client")
+    if (!esm.isStateRefusal(esm.stateRefusal("x"))) throw new Error("stateRefusal")
+    const native = process.report.getReport().sharedObjects.filter((f) => /ctl-migration/.test(f))
+    if (native.length) throw new Error("loaded " + native)
+  })'
+# shellcheck disable=SC2016 # JavaScript, not shell
+check "without binaries, Node $(node --version) and no ws: connectMigration says to install ws" node -e '
+  delete globalThis.WebSocket
+  try {
+    require("@norskvideo/ctl-migration").connectMigration({}, { NORSK_WORKER_WS_URL: "ws://127.0.0.1:9/x", NORSK_WORKER_TOKEN: "t" })
+    process.exit(1)
+  } catch (e) {
+    console.error(e.message)
+    if (!(e instanceof TypeError) || !/install the `ws` package, or pass opts.WebSocket/.test(e.message)) process.exit(1)
+  }'
+check "without binaries: the testing kit says it needs the native addon" node -e '
+  require("@norskvideo/ctl-migration/testing").startTestWorker().then(
+    () => process.exit(1),
+    (e) => { console.error(e.message); if (!/testing needs the native addon/.test(e.message)) process.exit(1) })'
+# Node 22 from the npm registry, cached beside the runtime matrix's copies.
+NODE22=$(RUNTIMES_DIR=${RUNTIMES_DIR:-$ROOT/target/runtimes} "$ROOT/scripts/runtime-bin.sh" node22)
+check "without binaries, Node 22: a real handover on the WebAssembly build over the global WebSocket" \
+  env KIT_DIR="$TMP/product" "$NODE22" smoke/product/fallback-handover.mjs
+run npm install --no-audit --no-fund --loglevel=error --omit=optional ws@8
+check "without binaries, Node $(node --version) with ws: a real handover on the WebAssembly build" \
+  env KIT_DIR="$TMP/product" node smoke/product/fallback-handover.mjs
 
 echo
 if [ "$status" = 0 ]; then echo "install-path.sh: passed ($PLATFORM)"; else echo "install-path.sh: FAILED ($PLATFORM)"; fi

@@ -10,8 +10,10 @@ export const runtimeVersion =
 
 export const fixture = (name) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url))
 
-/** The OS threads of this process, where /proc tells (Linux); otherwise undefined. */
+/** The OS threads of this process, where /proc tells (Linux; under Wine /proc is the Linux
+ *  wineserver's, not this process's); otherwise undefined. */
 export async function threadCount() {
+  if (process.platform !== 'linux') return undefined
   try {
     const { readFileSync } = await import('node:fs')
     return Number(/Threads:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))[1])
@@ -23,6 +25,7 @@ export async function threadCount() {
 /** The threads of this process the addon started (its runtime thread is named `ctl-migration`),
  *  where /proc tells (Linux); otherwise undefined. */
 export async function addonThreadCount() {
+  if (process.platform !== 'linux') return undefined
   try {
     const { readFileSync, readdirSync } = await import('node:fs')
     let n = 0

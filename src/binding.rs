@@ -6,16 +6,19 @@
 //! through one threadsafe function); with a JavaScript socket it is everything, socket work too,
 //! so the glue runs it synchronously on the JavaScript thread as the reference client does.
 
-use crate::frames::{AppliedSummary, FailedPart};
+#[cfg(not(target_family = "wasm"))]
 use crate::native::{JsSink, JsWork, NativeClient, NativeTimers};
-use crate::protocol::{
+use ctl_migration_core::frames::{AppliedSummary, FailedPart};
+use ctl_migration_core::protocol::{
     Action, Call, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, TooLarge,
 };
 use napi::bindgen_prelude::*;
+#[cfg(not(target_family = "wasm"))]
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+#[cfg(not(target_family = "wasm"))]
 use std::time::Duration;
 
 #[napi]
@@ -116,6 +119,7 @@ fn core(options: ClientOptions) -> Protocol {
     })
 }
 
+#[cfg(not(target_family = "wasm"))]
 fn positive_ms(ms: f64) -> Option<Duration> {
     (ms.is_finite() && ms > 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
 }
@@ -134,10 +138,13 @@ pub struct JsAppliedSummary {
     pub skew_ms: Option<f64>,
 }
 
+#[cfg(not(target_family = "wasm"))]
 type Dispatch = ThreadsafeFunction<Vec<JsAction>, (), Vec<JsAction>, Status, false>;
 
+#[cfg(not(target_family = "wasm"))]
 struct TsfnSink(Dispatch);
 
+#[cfg(not(target_family = "wasm"))]
 impl JsSink for TsfnSink {
     fn deliver(&self, work: JsWork) {
         let js = work_to_js(work);
@@ -147,6 +154,7 @@ impl JsSink for TsfnSink {
 }
 
 enum Transport {
+    #[cfg(not(target_family = "wasm"))]
     Native(NativeClient<TsfnSink>),
     JsSocket(Box<Protocol>),
 }
@@ -156,6 +164,8 @@ pub struct Client {
     transport: Transport,
 }
 
+// In its own block: napi-rs cannot take a `#[cfg]` on one method of a `#[napi] impl`.
+#[cfg(not(target_family = "wasm"))]
 #[napi]
 impl Client {
     /// A client on the native transport; `start()` connects. `dispatch` receives the runtime
@@ -183,7 +193,10 @@ impl Client {
             transport: Transport::Native(native),
         })
     }
+}
 
+#[napi]
+impl Client {
     /// A client whose socket is a JavaScript object the glue drives; `start()` begins.
     #[napi(factory)]
     pub fn js_socket(options: ClientOptions) -> Client {
@@ -264,6 +277,7 @@ impl Client {
     #[napi]
     pub fn close(&mut self) -> Vec<JsAction> {
         let actions = self.apply(|core| core.close());
+        #[cfg(not(target_family = "wasm"))]
         if let Transport::Native(native) = &self.transport {
             native.wake();
         }
@@ -374,6 +388,7 @@ impl Client {
 impl Client {
     fn read<R>(&self, f: impl FnOnce(&Protocol) -> R) -> R {
         match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.read(f),
             Transport::JsSocket(core) => f(core),
         }
@@ -381,6 +396,7 @@ impl Client {
 
     fn run<R>(&mut self, f: impl FnOnce(&mut Protocol) -> R) -> (R, Vec<JsAction>) {
         match &mut self.transport {
+            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => {
                 let (result, work) = native.with_core(f);
                 (result, work_to_js(work))
@@ -419,6 +435,7 @@ fn action(op: u32, a: Option<String>, b: Option<String>, n: Option<f64>) -> JsAc
     }
 }
 
+#[cfg(not(target_family = "wasm"))]
 fn work_to_js(work: JsWork) -> Vec<JsAction> {
     let status = work.status.map(|s| JsAction {
         op: OP_STATUS,

@@ -1,18 +1,14 @@
-//! ctl-migration: the job side of a Norsk worker's job socket, as a Node addon.
+//! ctl-migration: the job side of a Norsk worker's job socket, as a Node addon, over the pure
+//! core in `ctl-migration-core`.
 //!
-//! - [`frames`]: the frames of the protocol, both directions.
-//! - [`protocol`]: the protocol rules, a state machine with no I/O.
-//! - [`native`]: the tokio-tungstenite transport, on the thread [`runtime`] keeps, with [`tls`]
-//!   for `wss://`.
-//! - `binding`: the Node-API class the JavaScript glue drives.
-//! - [`simulator`]: a worker simulator for tests; `simulator_binding` exposes it to the testing kit.
+//! - `binding`: the Node-API class the JavaScript glue drives, on either transport.
+//! - [`native`]: the tokio-tungstenite transport, on the runtime thread `ctl-migration-runtime`
+//!   keeps, with [`tls`] for `wss://`. Not in the WebAssembly build, which has no sockets: there
+//!   the glue drives a JavaScript WebSocket through the same class.
 
-pub mod frames;
+#[cfg(not(target_family = "wasm"))]
 pub mod native;
-pub mod protocol;
-pub mod runtime;
-pub mod simulator;
+#[cfg(not(target_family = "wasm"))]
 pub mod tls;
 
 mod binding;
-mod simulator_binding;

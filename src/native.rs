@@ -4,16 +4,15 @@
 //! events, the JavaScript thread feeds it the product's calls, and both route what it asks for
 //! through one ordered control queue to the connection task.
 
-use crate::frames::MAX_FRAME_BYTES;
-use crate::protocol::{Action, Outbound, Protocol, Role};
-use crate::runtime::runtime;
 use crate::tls::tls_config;
+use ctl_migration_core::frames::MAX_FRAME_BYTES;
+use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
+use ctl_migration_runtime::{discard_until_closed, runtime};
 use futures_util::{SinkExt, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -23,6 +22,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{
     connect_async_tls_with_config, Connector, MaybeTlsStream, WebSocketStream,
 };
+
+/// The runtime thread's name, which the smoke suite and the tests count threads by.
+const RUNTIME_THREAD: &str = "ctl-migration";
 
 /// How long one write may wait for a worker that stopped reading, when no heartbeat sets it.
 const DEFAULT_WRITE_LIMIT: Duration = Duration::from_secs(30);
@@ -105,7 +107,7 @@ impl<S: JsSink> NativeClient<S> {
     /// Starts the connection task on the shared runtime thread; it connects once the core asks
     /// (`Protocol::start`).
     pub fn start(core: Protocol, url: String, timers: NativeTimers, js: S) -> Result<Self, String> {
-        let runtime = runtime()?;
+        let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
         let state = Arc::new(Mutex::new(State {
             core,
@@ -478,20 +480,6 @@ async fn close_unreadable(ws: &mut Socket, code: u16, reason: &'static str) {
     };
     let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, ws.close(Some(frame))).await;
     discard_until_closed(ws.get_mut(), CLOSE_HANDSHAKE_TIMEOUT).await;
-}
-
-/// Shuts our writing side, then reads and drops whatever the peer still sends until it closes
-/// or `limit` passes.
-pub async fn discard_until_closed<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    limit: Duration,
-) {
-    let _ = tokio::time::timeout(limit, async {
-        let _ = stream.shutdown().await;
-        let mut discard = vec![0u8; 64 * 1024];
-        while matches!(stream.read(&mut discard).await, Ok(n) if n > 0) {}
-    })
-    .await;
 }
 
 fn delay(ms: f64) -> Duration {

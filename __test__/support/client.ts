@@ -1,7 +1,7 @@
 // Shared set-up for the native client's tests: a scripted worker per test, clients that are
 // closed after it, and the log lines they wrote.
 import { afterEach, beforeEach } from 'vitest'
-import { connectMigration, type ConnectMigrationOptions, type MigrationClient, type MigrationHandlers } from '../../index.js'
+import { connectMigration, type ConnectMigrationOptions, type MigrationClient, type MigrationHandlers } from '@norskvideo/ctl-migration'
 import { ScriptedWorker } from './worker.js'
 
 export interface Harness {

@@ -3,15 +3,15 @@
 // records. Nothing here knows which client implementation is under test.
 import { pathToFileURL } from 'node:url'
 import { afterEach, beforeEach, expect, vi } from 'vitest'
-import type { ConnectMigrationOptions, MigrationClient, MigrationHandlers, MigrationSocket } from '../../index.js'
+import type { ConnectMigrationOptions, MigrationClient, MigrationHandlers, MigrationSocket } from '@norskvideo/ctl-migration'
 
-export type MigrationModule = typeof import('../../index.js')
+export type MigrationModule = typeof import('@norskvideo/ctl-migration')
 
 /** The module under test: `MIGRATION_MODULE` (a path or URL, e.g. the JavaScript reference
  *  client) when set, else this package. The one place the suites import it from. */
 export async function loadMigrationModule(): Promise<MigrationModule> {
   const target = process.env.MIGRATION_MODULE
-  if (!target) return (await import('../../index.js')) as MigrationModule
+  if (!target) return (await import('@norskvideo/ctl-migration')) as MigrationModule
   const specifier = /^[a-z]+:/i.test(target) ? target : pathToFileURL(target).href
   return (await import(/* @vite-ignore */ specifier)) as MigrationModule
 }

@@ -4,7 +4,7 @@
 // which the process must exit by itself. stdin is unref'd: only the client keeps the process alive.
 import { createRequire } from 'node:module'
 
-const { connectMigration } = createRequire(import.meta.url)('../../index.js')
+const { connectMigration } = createRequire(import.meta.url)('@norskvideo/ctl-migration')
 
 const say = (value) => process.stdout.write(`${JSON.stringify(value)}\n`)
 

@@ -18,10 +18,10 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use ctl_migration::frames::{
+use ctl_migration_core::frames::{
     parse_worker_frame, AppliedSummary, FailedPart, JobFrame, WorkerFrame,
 };
-use ctl_migration::protocol::{
+use ctl_migration_core::protocol::{
     Action, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, TooLarge,
 };
 use libfuzzer_sys::fuzz_target;
@@ -52,7 +52,7 @@ impl Payload {
         match self {
             Payload::Null => "null".into(),
             Payload::Number(n) => n.to_string(),
-            Payload::Text(s) => ctl_migration::frames::json_string(s),
+            Payload::Text(s) => ctl_migration_core::frames::json_string(s),
             Payload::Huge => format!("\"{}\"", "x".repeat(70_000)),
         }
     }

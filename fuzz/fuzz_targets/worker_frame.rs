@@ -7,7 +7,7 @@
 //!   text is canonical: writing it again gives the same bytes.
 #![no_main]
 
-use ctl_migration::frames::{parse_job_frame, parse_worker_frame};
+use ctl_migration_core::frames::{parse_job_frame, parse_worker_frame};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -11,7 +11,7 @@
 // Messages out: { ev: 'log' | 'connected' | 'status' | 'reported' | 'stats' | 'unblocked' | ... }
 const fs = require('node:fs')
 const path = require('node:path')
-const { connectMigration } = require(path.join(__dirname, '..', '..', '..', 'index.js'))
+const { connectMigration } = require('@norskvideo/ctl-migration')
 
 const send = (msg) => {
   if (process.connected) process.send(msg)

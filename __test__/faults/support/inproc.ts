@@ -1,7 +1,7 @@
 // Native clients in the test's own process, each closed when its test ends, with their log
 // lines recorded (and captured for the canary check).
 import { afterEach } from 'vitest'
-import { connectMigration, type ConnectMigrationOptions, type MigrationClient, type MigrationHandlers } from '../../../index.js'
+import { connectMigration, type ConnectMigrationOptions, type MigrationClient, type MigrationHandlers } from '@norskvideo/ctl-migration'
 import { logInto, TOKEN } from './env.js'
 import { Waiter } from './wait.js'
 

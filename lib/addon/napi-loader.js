@@ -836,7 +836,6 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Client = nativeBinding.Client
-module.exports.TestWorkerHandle = nativeBinding.TestWorkerHandle
 module.exports.HANDLER_ABORT = nativeBinding.HANDLER_ABORT
 module.exports.HANDLER_CONNECTED = nativeBinding.HANDLER_CONNECTED
 module.exports.HANDLER_CUTOVER_APPLY = nativeBinding.HANDLER_CUTOVER_APPLY

@@ -1,4 +1,4 @@
-//! The one runtime thread native clients and the worker simulator run on.
+//! The one runtime thread native clients and the worker simulator run on (one per addon).
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -51,8 +51,9 @@ impl Drop for RuntimeLease {
     }
 }
 
-/// A share in the runtime thread, starting it if no one holds one.
-pub fn runtime() -> Result<RuntimeLease, String> {
+/// A share in the runtime thread, starting it, named `thread_name`, if no one holds one. Each
+/// addon has its own thread (statics are per library); the name tells them apart in `/proc`.
+pub fn runtime(thread_name: &str) -> Result<RuntimeLease, String> {
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(thread) = slot.as_mut() {
         thread.users += 1;
@@ -67,7 +68,7 @@ pub fn runtime() -> Result<RuntimeLease, String> {
     let handle = rt.handle().clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     std::thread::Builder::new()
-        .name("ctl-migration".into())
+        .name(thread_name.into())
         .spawn(move || {
             // Until the last lease is dropped; then the runtime and its leftovers go with it.
             let _ = rt.block_on(stopped);

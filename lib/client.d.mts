@@ -1,2 +1,2 @@
 // Types of the ESM entry: the same API as the CommonJS one.
-export * from './index.js'
+export * from '../index.js'

@@ -46,27 +46,6 @@ export declare class Client {
   timerFired(): Array<JsAction>
 }
 
-export declare class TestWorkerHandle {
-  /** Listens on 127.0.0.1 at a free port. `on_event` receives everything the simulator sees. */
-  static start(helloTimeoutMs: number | undefined | null, onEvent: (arg: JsWorkerEvent) => void): TestWorkerHandle
-  get port(): number
-  /** Milliseconds since the start, on the clock events are stamped with. */
-  nowMs(): number
-  env(jobId: string, role: string): JsInstanceEnv
-  /** `initial_state` is JSON text. */
-  launchTarget(migrationId: string, jobId: string, role: string, initialState?: string | undefined | null): JsInstanceEnv
-  isConnected(jobId: string, role: string): boolean
-  /**
-   * Queues a worker frame: `body` is the payload's JSON, or an abort's reason. Without an
-   * instance it goes to the migration's participants.
-   */
-  send(frameType: string, migrationId: string, body?: string | undefined | null, jobId?: string | undefined | null, role?: string | undefined | null): Array<JsDelivery>
-  /** Returns the ticket its `done` event will carry. */
-  restart(): number
-  kill(): number
-  close(): number
-}
-
 /** What `connectMigration` was given, resolved to values by the glue. */
 export interface ClientOptions {
   url: string
@@ -108,43 +87,9 @@ export interface JsAppliedSummary {
   skewMs?: number
 }
 
-/** Where a frame went: the instance and the connection it was queued on. */
-export interface JsDelivery {
-  connection: number
-  jobId: string
-  role: string
-}
-
 export interface JsFailedPart {
   id: string
   reason: string
-}
-
-export interface JsInstanceEnv {
-  url: string
-  token: string
-}
-
-/**
- * One thing the simulator saw. `kind` is `connection`, `frame` (received and validated),
- * `sent`, `violation`, `close` or `done` (a restart, kill or close finished); the other fields
- * are set as the kind needs them. `text` is a frame's JSON.
- */
-export interface JsWorkerEvent {
-  kind: string
-  atMs: number
-  connection?: number
-  path?: string
-  jobId?: string
-  role?: string
-  text?: string
-  code?: number
-  reason?: string
-  by?: string
-  rule?: string
-  detail?: string
-  ticket?: number
-  error?: string
 }
 
 /** Call a handler: `n` is its kind (`HANDLER_*`), `a` its first argument, `b` the migration id. */

@@ -2,10 +2,10 @@
 //! kit (`lib/testing.js`) wraps. Everything the simulator sees reaches JavaScript through one
 //! threadsafe function, in order; it is released when the simulator closes.
 
-use crate::frames::WorkerFrame;
 use crate::simulator::{
     Delivery, Event, EventSink, InstanceEnv, InstanceKey, Simulator, DEFAULT_HELLO_TIMEOUT,
 };
+use ctl_migration_core::frames::WorkerFrame;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;

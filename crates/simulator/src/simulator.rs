@@ -2,17 +2,18 @@
 //! real worker's rules (the comments of the migration-socket schema) and reporting everything it
 //! sees: every connection, every frame it validated or sent, every rule a job broke, every close.
 //!
-//! It runs on the shared runtime thread ([`crate::native::runtime`]). The caller's thread
+//! It runs on the shared runtime thread (`ctl_migration_runtime::runtime`, this addon's own). The caller's thread
 //! registers instances and queues frames; each connection is a task; one lifecycle task owns the
 //! listener, so restart, kill and close happen in the order they were asked for.
 //!
 //! Instances: `/instances/<jobId>/<role>`, both url-encoded, each with its own token, issued the
 //! first time the caller asks for the instance's env. A path naming no issued instance is refused.
 
-use crate::frames::{check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES};
-use crate::native::discard_until_closed;
-use crate::protocol::{CLOSE_REPLACED, CLOSE_UNAUTHORIZED};
-use crate::runtime::runtime;
+use ctl_migration_core::frames::{
+    check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES,
+};
+use ctl_migration_core::protocol::{CLOSE_REPLACED, CLOSE_UNAUTHORIZED};
+use ctl_migration_runtime::{discard_until_closed, runtime};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -31,6 +32,10 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
+
+/// The simulator's runtime thread: its own, since it is another addon (at most 15 bytes, as
+/// Linux keeps them).
+const RUNTIME_THREAD: &str = "ctl-test-worker";
 
 /// A frame that breaks the protocol: unparseable, wrong side, wrong phase.
 pub const CLOSE_PROTOCOL_ERROR: u16 = 4400;
@@ -284,7 +289,7 @@ pub struct Simulator<S: EventSink> {
 impl<S: EventSink> Simulator<S> {
     /// Listens on 127.0.0.1 at a free port, on the shared runtime thread.
     pub fn start(hello_timeout: Duration, sink: S) -> Result<Self, String> {
-        let handle = runtime()?;
+        let handle = runtime(RUNTIME_THREAD)?;
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
         listener

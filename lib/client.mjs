@@ -1,7 +1,7 @@
-// ESM entry: the same module as the CommonJS one, so both share one native addon instance.
+// ESM entry: the same module as the CommonJS one, so both share one addon instance.
 import { createRequire } from 'node:module'
 
-const client = createRequire(import.meta.url)('./lib/client.js')
+const client = createRequire(import.meta.url)('./client.js')
 
 export const connectMigration = client.connectMigration
 export const stateRefusal = client.stateRefusal

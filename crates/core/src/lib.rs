@@ -1,0 +1,11 @@
+//! The pure core of ctl-migration: what the job socket carries and the rules of its job side.
+//!
+//! - [`frames`]: the protocol's frames, both directions, parsed as the shared schema does and
+//!   written as the JavaScript client does.
+//! - [`protocol`]: the protocol rules, a state machine with no I/O, no clock and no JavaScript.
+//!
+//! It depends on serde alone, so it builds for every target the package ships, WebAssembly
+//! included, and its tests run without a runtime or a socket.
+
+pub mod frames;
+pub mod protocol;

@@ -1,0 +1,46 @@
+'use strict'
+// Which prebuilt binary this process needs, in the spelling of the npm/<platform> packages.
+// Shared by the client's loader (binding.js) and the testing kit's (testing.js).
+
+const PACKAGE = '@norskvideo/ctl-migration'
+/** The platforms with a prebuilt binary: package.json `napi.targets`, by npm/<platform>. */
+const SUPPORTED = [
+  'linux-x64-gnu',
+  'linux-arm64-gnu',
+  'linux-x64-musl',
+  'linux-arm64-musl',
+  'darwin-x64',
+  'darwin-arm64',
+  'win32-x64-msvc',
+  'win32-arm64-msvc',
+]
+
+function libc() {
+  try {
+    const report = process.report && typeof process.report.getReport === 'function' ? process.report.getReport() : null
+    if (report && report.header && report.header.glibcVersionRuntime) return 'gnu'
+    if (report && Array.isArray(report.sharedObjects) && report.sharedObjects.some((f) => /ld-musl-|libc\.musl-/.test(f))) return 'musl'
+  } catch {
+    // fall through to the file system
+  }
+  try {
+    return require('fs').readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? 'musl' : 'gnu'
+  } catch {
+    return 'gnu'
+  }
+}
+
+function hostPlatform() {
+  const { platform, arch } = process
+  if (platform === 'linux') return `linux-${arch}-${libc()}`
+  if (platform === 'win32') return `win32-${arch}-msvc`
+  return `${platform}-${arch}`
+}
+
+function runtimeName() {
+  if (process.versions.bun) return `Bun ${process.versions.bun}`
+  if (process.versions.deno) return `Deno ${process.versions.deno}`
+  return `Node.js ${process.version}`
+}
+
+module.exports = { PACKAGE, SUPPORTED, hostPlatform, runtimeName }

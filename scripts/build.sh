@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the package's three artifacts into lib/addon/, where the loaders look first:
+#   ctl-migration.<platform>.node          the client (src/, over crates/core): the production addon
+#   ctl-migration-testing.<platform>.node  the worker simulator (crates/simulator): the testing kit's
+#   ctl-migration.wasm32-wasip1.wasm       the client's WebAssembly fallback (the same binding,
+#                                          without the native transport)
+# and regenerates the native loader (lib/addon/napi-loader.js) and the binding's types.
+#   scripts/build.sh           release
+#   scripts/build.sh --debug   debug (faster to build, for iterating)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PROFILE=(--release)
+[ "${1:-}" = --debug ] && PROFILE=()
+NAPI=node_modules/.bin/napi
+[ -x "$NAPI" ] || npm ci --no-audit --no-fund
+rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
+
+"$NAPI" build --platform "${PROFILE[@]}" --output-dir lib/addon --js napi-loader.js --dts binding.d.ts
+"$NAPI" build --platform "${PROFILE[@]}" --manifest-path crates/simulator/Cargo.toml \
+  -c crates/simulator/napi.json --output-dir lib/addon --no-js --dts testing-binding.d.ts
+# napi-rs emits its own WASI loaders beside the .wasm; lib/addon/wasi.js replaces them (it also
+# runs on Bun), so only the module itself is kept.
+WASM_OUT=target/wasm-out
+rm -rf "$WASM_OUT"
+"$NAPI" build --platform "${PROFILE[@]}" --target wasm32-wasip1 --output-dir "$WASM_OUT" --no-js \
+  --dts binding.d.ts
+cp "$WASM_OUT/ctl-migration.wasm32-wasip1.wasm" lib/addon/

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Prints the path of a runtime's binary, installing it from the npm registry first if it is not
+# in RUNTIMES_DIR (default target/runtimes) yet:
+#   scripts/runtime-bin.sh node20|node22|node24|node26|bun|deno
+set -euo pipefail
+RT_DIR=${RUNTIMES_DIR:-$(cd "$(dirname "$0")/.." && pwd)/target/runtimes}
+name=${1:?usage: runtime-bin.sh node20|node22|node24|node26|bun|deno}
+case "$name" in
+  node20 | node22 | node24 | node26)
+    spec="node@${name#node}"
+    bin="$RT_DIR/$name/node_modules/node/bin/node"
+    ;;
+  bun)
+    spec=bun@1
+    bin="$RT_DIR/bun/node_modules/bun/bin/bun.exe"
+    ;;
+  deno)
+    spec=deno@2
+    bin="$RT_DIR/deno/node_modules/deno/deno"
+    ;;
+  *)
+    echo "runtime-bin.sh: unknown runtime $name" >&2
+    exit 2
+    ;;
+esac
+if [ ! -x "$bin" ]; then
+  echo "== install $spec" >&2
+  npm install --prefix "$RT_DIR/$name" --no-save --no-package-lock --no-audit --no-fund --loglevel=error "$spec" >&2
+fi
+echo "$bin"

@@ -1,0 +1,25 @@
+// The suites of everything the client does on its WebAssembly build — all but the native
+// transport's own (heartbeat, connect timeout, TLS, the off-thread hello, the fault suites):
+//   npx vitest run -c vitest.wasm.config.mjs
+// NAPI_RS_FORCE_WASI is napi-rs's switch for every napi-rs package, vitest's own bundler among
+// them, so it is set inside the test processes only, where the client reads it on first use.
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: [
+      '__test__/js-socket.test.ts',
+      '__test__/js-socket-differences.test.ts',
+      '__test__/ws-socket.test.ts',
+      '__test__/native-behaviour.test.ts',
+      '__test__/native-differences.test.ts',
+      '__test__/testing-kit.test.ts',
+      '__test__/wasm-fallback.test.ts',
+    ],
+    env: { NAPI_RS_FORCE_WASI: 'error' },
+    setupFiles: ['__test__/support/wasm-only.ts'],
+    pool: 'forks',
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+  },
+})
