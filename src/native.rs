@@ -6,12 +6,15 @@
 
 use crate::tls::tls_config;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
-use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
+use ctl_migration_core::protocol::{
+    Action, Outbound, Protocol, Role, Timer, CLOSE_HANDSHAKE_LIMIT_MS,
+};
 use ctl_migration_runtime::{discard_until_closed, runtime};
 use futures_util::{SinkExt, StreamExt};
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -26,12 +29,6 @@ use tokio_tungstenite::{
 /// The runtime thread's name, which the smoke suite and the tests count threads by.
 const RUNTIME_THREAD: &str = "ctl-migration";
 
-/// How long one write may wait for a worker that stopped reading, when no heartbeat sets it.
-const DEFAULT_WRITE_LIMIT: Duration = Duration::from_secs(30);
-
-/// How long a closing client waits for the worker to answer its close frame.
-const CLOSE_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// Work the connection task does on behalf of the core, in the order the core asked for it.
 #[derive(Debug)]
 enum Control {
@@ -39,8 +36,9 @@ enum Control {
     /// A frame for the connection of this generation; a later connection never sends it.
     Send(Outbound, u64),
     Close(Option<u16>, Option<&'static str>),
-    StartTimer(f64),
-    CancelTimer,
+    StartTimer(Timer, f64),
+    CancelTimer(Timer),
+    Ping,
     /// Look at the core again: it may have finished.
     Wake,
 }
@@ -82,15 +80,6 @@ struct State<S> {
     status: Status,
 }
 
-/// The native transport's own clocks (the core has none).
-#[derive(Debug, Clone, Copy)]
-pub struct NativeTimers {
-    /// Ping this often; a connection silent for twice as long is dead.
-    pub heartbeat: Option<Duration>,
-    /// TCP connect, upgrade and hello-ack must all happen within this.
-    pub connect_timeout: Option<Duration>,
-}
-
 pub struct NativeClient<S: JsSink> {
     state: Arc<Mutex<State<S>>>,
 }
@@ -106,7 +95,7 @@ impl<S: JsSink> Clone for NativeClient<S> {
 impl<S: JsSink> NativeClient<S> {
     /// Starts the connection task on the shared runtime thread; it connects once the core asks
     /// (`Protocol::start`).
-    pub fn start(core: Protocol, url: String, timers: NativeTimers, js: S) -> Result<Self, String> {
+    pub fn start(core: Protocol, url: String, js: S) -> Result<Self, String> {
         let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
         let state = Arc::new(Mutex::new(State {
@@ -121,7 +110,7 @@ impl<S: JsSink> NativeClient<S> {
                 connected: false,
             },
         }));
-        runtime.spawn(drive(state.clone(), rx, url, timers));
+        runtime.spawn(drive(state.clone(), rx, url));
         Ok(NativeClient { state })
     }
 
@@ -170,8 +159,9 @@ fn route<S>(state: &mut State<S>) -> JsWork {
             Action::Open => Control::Open,
             Action::Send(out) => Control::Send(out, generation),
             Action::Close { code, reason } => Control::Close(code, reason),
-            Action::StartTimer { delay_ms } => Control::StartTimer(delay_ms),
-            Action::CancelTimer => Control::CancelTimer,
+            Action::StartTimer { timer, delay_ms } => Control::StartTimer(timer, delay_ms),
+            Action::CancelTimer(timer) => Control::CancelTimer(timer),
+            Action::Ping => Control::Ping,
             other @ (Action::Call(_) | Action::Log(_)) => {
                 js.push(other);
                 continue;
@@ -199,14 +189,13 @@ fn route<S>(state: &mut State<S>) -> JsWork {
     }
 }
 
-/// Feeds the core from the runtime thread and hands the JavaScript work to the sink. Returns
-/// whether the client is connected (hello-acked) afterwards.
-fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) -> bool {
-    let (work, sink, connected) = {
+/// Feeds the core from the runtime thread and hands the JavaScript work to the sink.
+fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) {
+    let (work, sink) = {
         let mut state = lock(state);
         f(&mut state.core);
         let work = route(&mut state);
-        (work, state.js.clone(), state.core.connected())
+        (work, state.js.clone())
     };
     // Delivered after the lock is released: waking the JavaScript thread takes Node's own lock,
     // and a JavaScript thread that wakes up and calls in must not find ours held. Only this
@@ -216,7 +205,6 @@ fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) -> bo
             sink.deliver(work);
         }
     }
-    connected
 }
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -244,26 +232,20 @@ async fn connect(url: String) -> Result<Socket, String> {
 
 type Connecting = Pin<Box<dyn Future<Output = Result<Socket, String>> + Send>>;
 
-/// The connection task: one per client, for its whole life.
+/// The connection task: one per client, for its whole life. It carries out the core's socket
+/// work and runs the core's timers; every rule about when is the core's.
 async fn drive<S: JsSink>(
     state: Arc<Mutex<State<S>>>,
     mut control: mpsc::UnboundedReceiver<Control>,
     url: String,
-    timers: NativeTimers,
 ) {
     let mut socket: Option<Socket> = None;
     let mut connecting: Option<Connecting> = None;
-    let mut reconnect: Option<Timer> = None;
-    // Until the hello-ack: the whole attempt's deadline.
-    let mut attempt_deadline: Option<Timer> = None;
-    // While a socket is open: when to ping next, and when silence means death.
-    let mut next_ping: Option<Timer> = None;
-    let mut silence_deadline: Option<Timer> = None;
-    let heartbeat = timers.heartbeat;
-    let silence = heartbeat.map(|h| h * 2);
-    // A peer that stops reading must not hold the task (and with it close()) for ever, even
-    // with the heartbeat off.
-    let write_limit = silence.unwrap_or(DEFAULT_WRITE_LIMIT);
+    // One clock per core timer, by `Timer::index`.
+    let mut timers: [Option<Sleep>; 4] = Default::default();
+    let epoch = Instant::now();
+    let now_ms = move || epoch.elapsed().as_secs_f64() * 1000.0;
+    let write_limit = delay(lock(&state).core.write_limit_ms());
     let mut generation = 0u64;
 
     loop {
@@ -274,7 +256,6 @@ async fn drive<S: JsSink>(
                     Control::Open => {
                         socket = None;
                         connecting = Some(Box::pin(connect(url.clone())));
-                        attempt_deadline = timers.connect_timeout.map(timer);
                     }
                     Control::Send(out, for_generation) => {
                         let live = socket.as_mut().filter(|_| for_generation == generation);
@@ -287,16 +268,25 @@ async fn drive<S: JsSink>(
                             feed(&state, |core| core.on_send_failed(out, &error));
                         }
                     }
+                    Control::Ping => {
+                        if let Some(ws) = socket.as_mut() {
+                            if let Err(error) = write(ws, Message::Ping(Default::default()), write_limit).await {
+                                end_connection(&state, &mut socket, &mut generation);
+                                feed(&state, |core| core.on_stalled(&format!("ping failed: {error}")));
+                            }
+                        }
+                    }
                     Control::Close(code, reason) => {
                         connecting = None;
-                        attempt_deadline = None;
-                        if let Some(mut ws) = socket.take() {
+                        // With a code it is the product's close: tell the worker. Without, the
+                        // core gave up on the socket (it stalled or broke): just drop it.
+                        if let (Some(mut ws), Some(_)) = (socket.take(), code) {
                             close_socket(&mut ws, code, reason).await;
                         }
                         end_connection(&state, &mut socket, &mut generation);
                     }
-                    Control::StartTimer(delay_ms) => reconnect = Some(timer(delay(delay_ms))),
-                    Control::CancelTimer => reconnect = None,
+                    Control::StartTimer(timer, delay_ms) => timers[timer.index()] = Some(Box::pin(tokio::time::sleep(delay(delay_ms)))),
+                    Control::CancelTimer(timer) => timers[timer.index()] = None,
                     Control::Wake => {}
                 }
             }
@@ -305,26 +295,27 @@ async fn drive<S: JsSink>(
                 match result {
                     Ok(ws) => {
                         socket = Some(ws);
-                        next_ping = heartbeat.map(timer);
-                        silence_deadline = silence.map(timer);
-                        feed(&state, |core| core.on_open());
+                        feed(&state, |core| core.on_open(now_ms()));
                     }
                     Err(error) => {
-                        attempt_deadline = None;
                         feed(&state, |core| core.on_open_failed(&error));
                     }
                 }
             }
             msg = next_message(&mut socket) => {
-                if let (Some(deadline), Some(window)) = (silence_deadline.as_mut(), silence) {
-                    deadline.as_mut().reset(Instant::now() + window);
-                }
-                let connected = match msg {
-                    Some(Ok(Message::Text(text))) => feed(&state, |core| core.on_frame(text.as_str())),
+                let now = now_ms();
+                match msg {
+                    Some(Ok(Message::Text(text))) => feed(&state, |core| {
+                        core.on_traffic(now);
+                        core.on_frame(text.as_str());
+                    }),
                     Some(Ok(Message::Binary(bytes))) => {
                         // D12: a binary frame is text in UTF-8, as Buffer's toString reads it.
                         let text = String::from_utf8_lossy(&bytes).into_owned();
-                        feed(&state, |core| core.on_frame(&text))
+                        feed(&state, |core| {
+                            core.on_traffic(now);
+                            core.on_frame(&text);
+                        })
                     }
                     Some(Ok(Message::Close(frame))) => {
                         // tungstenite queued the close reply; flush it so the worker sees a
@@ -339,8 +330,8 @@ async fn drive<S: JsSink>(
                         end_connection(&state, &mut socket, &mut generation);
                         feed(&state, |core| core.on_closed(code, &reason))
                     }
-                    // Pings are answered by tungstenite itself; pongs only prove life.
-                    Some(Ok(_)) => false,
+                    // Pings are answered by tungstenite itself; pings and pongs prove life.
+                    Some(Ok(_)) => feed(&state, |core| core.on_traffic(now)),
                     Some(Err(error)) => {
                         // A peer that broke the protocol is told why before the socket goes.
                         if let (Some(ws), Some((code, reason))) = (socket.as_mut(), close_for(&error)) {
@@ -353,56 +344,39 @@ async fn drive<S: JsSink>(
                         end_connection(&state, &mut socket, &mut generation);
                         feed(&state, |core| core.on_error())
                     }
-                };
-                if connected {
-                    attempt_deadline = None;
                 }
             }
-            () = until_fired(&mut reconnect) => {
-                reconnect = None;
-                feed(&state, |core| core.on_timer());
-            }
-            () = until_fired(&mut next_ping) => {
-                next_ping = heartbeat.map(timer);
-                if let Some(ws) = socket.as_mut() {
-                    if let Err(error) = write(ws, Message::Ping(Default::default()), write_limit).await {
-                        end_connection(&state, &mut socket, &mut generation);
-                        feed(&state, |core| core.on_stalled(&format!("ping failed: {error}")));
-                    }
-                }
-            }
-            () = until_fired(&mut silence_deadline) => {
-                let window = silence.map_or(0, |w| w.as_millis());
-                end_connection(&state, &mut socket, &mut generation);
-                feed(&state, |core| core.on_stalled(&format!("no frame or pong from the worker for {window} ms")));
-            }
-            () = until_fired(&mut attempt_deadline) => {
-                let limit = timers.connect_timeout.map_or(0, |t| t.as_millis());
-                connecting = None;
-                end_connection(&state, &mut socket, &mut generation);
-                feed(&state, |core| core.on_stalled(&format!("no hello-ack within {limit} ms of connecting")));
+            timer = fired(&mut timers) => {
+                let now = now_ms();
+                feed(&state, |core| core.on_timer(timer, now));
             }
         }
 
-        if socket.is_none() {
-            next_ping = None;
-            silence_deadline = None;
-            if connecting.is_none() {
-                attempt_deadline = None;
-                if lock(&state).core.is_finished() {
-                    break;
-                }
-            }
+        if socket.is_none() && connecting.is_none() && lock(&state).core.is_finished() {
+            break;
         }
     }
     // Nothing more will reach JavaScript: let the process exit if it has nothing else to do.
     lock(&state).js = None;
 }
 
-type Timer = Pin<Box<tokio::time::Sleep>>;
+type Sleep = Pin<Box<tokio::time::Sleep>>;
 
-fn timer(after: Duration) -> Timer {
-    Box::pin(tokio::time::sleep(after))
+/// The first of the running timers to fire, which stops running.
+async fn fired(timers: &mut [Option<Sleep>; 4]) -> Timer {
+    poll_fn(|cx| {
+        for timer in Timer::ALL {
+            let slot = &mut timers[timer.index()];
+            if let Some(sleep) = slot {
+                if sleep.as_mut().poll(cx).is_ready() {
+                    *slot = None;
+                    return Poll::Ready(timer);
+                }
+            }
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// Sends one message; a peer that stops reading cannot hold the task longer than `limit`.
@@ -426,13 +400,6 @@ async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Socket, 
 async fn next_message(socket: &mut Option<Socket>) -> Option<Result<Message, WsError>> {
     match socket {
         Some(ws) => ws.next().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn until_fired(timer: &mut Option<Timer>) {
-    match timer {
-        Some(sleep) => sleep.await,
         None => std::future::pending().await,
     }
 }
@@ -462,7 +429,7 @@ async fn close_socket(ws: &mut Socket, code: Option<u16>, reason: Option<&'stati
     });
     // Send it and wait for the worker's reply, so it sees the code we sent; bounded, as a
     // peer that stopped reading must not hold the task.
-    let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, async {
+    let _ = tokio::time::timeout(delay(CLOSE_HANDSHAKE_LIMIT_MS), async {
         let _ = ws.close(frame).await;
         while let Some(Ok(_)) = ws.next().await {}
     })
@@ -478,12 +445,13 @@ async fn close_unreadable(ws: &mut Socket, code: u16, reason: &'static str) {
         code: CloseCode::from(code),
         reason: reason.into(),
     };
-    let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, ws.close(Some(frame))).await;
-    discard_until_closed(ws.get_mut(), CLOSE_HANDSHAKE_TIMEOUT).await;
+    let _ = tokio::time::timeout(delay(CLOSE_HANDSHAKE_LIMIT_MS), ws.close(Some(frame))).await;
+    discard_until_closed(ws.get_mut(), delay(CLOSE_HANDSHAKE_LIMIT_MS)).await;
 }
 
+/// The core's milliseconds as a tokio delay, as setTimeout reads them: anything not a positive
+/// finite number is (about) now. The one conversion in this transport.
 fn delay(ms: f64) -> Duration {
-    // setTimeout's reading: anything not a positive finite number is (about) now.
     if ms.is_finite() && ms > 0.0 {
         Duration::from_secs_f64(ms / 1000.0)
     } else {
