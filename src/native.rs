@@ -1,8 +1,10 @@
 //! The native transport: a tokio-tungstenite socket per client, driven on one runtime thread
 //! shared by every client in the process, so the socket lives on while the product's JavaScript
 //! thread is busy. The protocol core sits behind a mutex: the runtime thread feeds it socket
-//! events, the JavaScript thread feeds it the product's calls, and both route what it asks for
-//! through one ordered control queue to the connection task.
+//! events, the JavaScript thread feeds it the product's calls. What the core asks for goes
+//! through one ordered control queue to the connection task, except a frame the JavaScript
+//! thread can write itself: with nothing queued ahead of it, the product's answer is written on
+//! the socket there and then, without waking the runtime thread.
 
 use crate::tls::tls_config;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
@@ -10,11 +12,11 @@ use ctl_migration_core::protocol::{
     Action, Outbound, Protocol, Role, Timer, CLOSE_HANDSHAKE_LIMIT_MS,
 };
 use ctl_migration_runtime::{discard_until_closed, runtime};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{Sink, StreamExt};
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -35,6 +37,10 @@ enum Control {
     Open,
     /// A frame for the connection of this generation; a later connection never sends it.
     Send(Outbound, u64),
+    /// The JavaScript thread wrote this frame into the socket but could not flush it all.
+    Flush(Outbound, u64),
+    /// Writing this frame on the JavaScript thread failed.
+    Failed(Outbound, u64, String),
     Close(Option<u16>, Option<&'static str>),
     StartTimer(Timer, f64),
     CancelTimer(Timer),
@@ -69,8 +75,16 @@ pub trait JsSink: Send + Sync + 'static {
     fn deliver(&self, work: JsWork);
 }
 
+/// The open socket, shared: the runtime thread reads it and writes what it is asked to; the
+/// JavaScript thread writes on it directly (see [`route`]). Each locks it for one poll at a time.
+type Wire = Arc<Mutex<Option<Socket>>>;
+
 struct State<S> {
     core: Protocol,
+    wire: Wire,
+    /// Frames on the control queue the connection task has not put into the socket yet: while
+    /// there are any, a frame from the JavaScript thread queues behind them, to keep the order.
+    queued_sends: usize,
     /// Counts connections, so frames queued for a dead one are recognised.
     generation: u64,
     control: mpsc::UnboundedSender<Control>,
@@ -98,8 +112,11 @@ impl<S: JsSink> NativeClient<S> {
     pub fn start(core: Protocol, url: String, js: S) -> Result<Self, String> {
         let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
+        let wire: Wire = Arc::new(Mutex::new(None));
         let state = Arc::new(Mutex::new(State {
             core,
+            wire: wire.clone(),
+            queued_sends: 0,
             generation: 0,
             control,
             js: Some(Arc::new(js)),
@@ -110,16 +127,17 @@ impl<S: JsSink> NativeClient<S> {
                 connected: false,
             },
         }));
-        runtime.spawn(drive(state.clone(), rx, url));
+        runtime.spawn(drive(state.clone(), wire, rx, url));
         Ok(NativeClient { state })
     }
 
-    /// Runs `f` on the core and routes the actions it queued: socket work to the connection
-    /// task, the rest back to the caller (the JavaScript thread, which carries it out at once).
+    /// Runs `f` on the core for the JavaScript thread and routes the actions it queued: frames
+    /// onto the socket where they can go at once, other socket work to the connection task, the
+    /// rest back to the caller, which carries it out at once.
     pub fn with_core<R>(&self, f: impl FnOnce(&mut Protocol) -> R) -> (R, JsWork) {
         let mut state = lock(&self.state);
         let result = f(&mut state.core);
-        let js = route(&mut state);
+        let js = route(&mut state, Caller::JavaScript);
         (result, js)
     }
 
@@ -141,23 +159,84 @@ impl<S: JsSink> NativeClient<S> {
     }
 }
 
-fn lock<S>(state: &Mutex<State<S>>) -> MutexGuard<'_, State<S>> {
-    // A panic while holding the lock cannot leave the core half-updated in a way that matters
-    // more than stopping would; keep going with its state.
-    state
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the core or the socket half-updated in a way
+    // that matters more than stopping would; keep going with its state.
+    mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Moves the core's queued actions out: socket work onto the control queue, JavaScript work
-/// (with the state, if it changed) into the returned list.
-fn route<S>(state: &mut State<S>) -> JsWork {
+/// Which thread is routing the core's actions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    JavaScript,
+    Runtime,
+}
+
+/// What became of a frame the JavaScript thread tried to write itself.
+enum Written {
+    /// On the wire, or in the kernel's buffer.
+    Sent,
+    /// In the socket's own buffer; the connection task must flush the rest.
+    Unflushed,
+    Failed(String),
+    /// Not attempted (the socket is busy on the other thread, or not writable now): queue it.
+    Busy,
+}
+
+/// Writes `out` on the socket from the JavaScript thread without waiting for anything.
+fn write_now(wire: &Mutex<Option<Socket>>, out: &Outbound) -> Written {
+    let Ok(mut slot) = wire.try_lock() else {
+        return Written::Busy;
+    };
+    let Some(ws) = slot.as_mut() else {
+        return Written::Busy;
+    };
+    // Polled once, never awaited: whatever would wait goes to the connection task, which polls
+    // again with its own waker.
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut ws = Pin::new(ws);
+    match ws.as_mut().poll_ready(&mut cx) {
+        Poll::Ready(Ok(())) => {}
+        Poll::Ready(Err(e)) => return Written::Failed(e.to_string()),
+        Poll::Pending => return Written::Busy,
+    }
+    if let Err(e) = ws.as_mut().start_send(Message::text(out.text.clone())) {
+        return Written::Failed(e.to_string());
+    }
+    match ws.poll_flush(&mut cx) {
+        Poll::Ready(Ok(())) => Written::Sent,
+        Poll::Ready(Err(e)) => Written::Failed(e.to_string()),
+        Poll::Pending => Written::Unflushed,
+    }
+}
+
+/// Moves the core's queued actions out: frames onto the socket (from the JavaScript thread,
+/// when nothing is queued ahead of them), other socket work onto the control queue, JavaScript
+/// work (with the state, if it changed) into the returned list.
+fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
     let mut js = Vec::new();
     let generation = state.generation;
     while let Some(action) = state.core.poll_action() {
         let control = match action {
             Action::Open => Control::Open,
-            Action::Send(out) => Control::Send(out, generation),
+            Action::Send(out) => {
+                let direct = caller == Caller::JavaScript && state.queued_sends == 0;
+                match if direct {
+                    write_now(&state.wire, &out)
+                } else {
+                    Written::Busy
+                } {
+                    Written::Sent => continue,
+                    Written::Unflushed => Control::Flush(out, generation),
+                    Written::Failed(error) => Control::Failed(out, generation, error),
+                    Written::Busy => {
+                        state.queued_sends += 1;
+                        Control::Send(out, generation)
+                    }
+                }
+            }
             Action::Close { code, reason } => Control::Close(code, reason),
             Action::StartTimer { timer, delay_ms } => Control::StartTimer(timer, delay_ms),
             Action::CancelTimer(timer) => Control::CancelTimer(timer),
@@ -194,7 +273,7 @@ fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) {
     let (work, sink) = {
         let mut state = lock(state);
         f(&mut state.core);
-        let work = route(&mut state);
+        let work = route(&mut state, Caller::Runtime);
         (work, state.js.clone())
     };
     // Delivered after the lock is released: waking the JavaScript thread takes Node's own lock,
@@ -236,10 +315,10 @@ type Connecting = Pin<Box<dyn Future<Output = Result<Socket, String>> + Send>>;
 /// work and runs the core's timers; every rule about when is the core's.
 async fn drive<S: JsSink>(
     state: Arc<Mutex<State<S>>>,
+    wire: Wire,
     mut control: mpsc::UnboundedReceiver<Control>,
     url: String,
 ) {
-    let mut socket: Option<Socket> = None;
     let mut connecting: Option<Connecting> = None;
     // One clock per core timer, by `Timer::index`.
     let mut timers: [Option<Sleep>; 4] = Default::default();
@@ -254,24 +333,43 @@ async fn drive<S: JsSink>(
                 let Some(ctl) = ctl else { break };
                 match ctl {
                     Control::Open => {
-                        socket = None;
+                        *lock(&wire) = None;
                         connecting = Some(Box::pin(connect(url.clone())));
                     }
                     Control::Send(out, for_generation) => {
-                        let live = socket.as_mut().filter(|_| for_generation == generation);
-                        let result = match live {
-                            Some(ws) => write(ws, Message::text(out.text.clone()), write_limit).await,
-                            None => Err("the connection it was meant for has ended".to_owned()),
+                        let taken = || lock(&state).queued_sends -= 1;
+                        let result = if for_generation == generation {
+                            send(&wire, Message::text(out.text.clone()), write_limit, taken).await
+                        } else {
+                            taken();
+                            Err("the connection it was meant for has ended".to_owned())
                         };
                         if let Err(error) = result {
-                            end_connection(&state, &mut socket, &mut generation);
+                            end_connection(&state, &wire, &mut generation);
                             feed(&state, |core| core.on_send_failed(out, &error));
                         }
                     }
+                    Control::Flush(out, for_generation) => {
+                        let result = if for_generation == generation && lock(&wire).is_some() {
+                            within(write_limit, on_socket(&wire, |ws, cx| Pin::new(ws).poll_flush(cx))).await
+                        } else {
+                            Err("the connection it was meant for has ended".to_owned())
+                        };
+                        if let Err(error) = result {
+                            end_connection(&state, &wire, &mut generation);
+                            feed(&state, |core| core.on_send_failed(out, &error));
+                        }
+                    }
+                    Control::Failed(out, for_generation, error) => {
+                        if for_generation == generation {
+                            end_connection(&state, &wire, &mut generation);
+                        }
+                        feed(&state, |core| core.on_send_failed(out, &error));
+                    }
                     Control::Ping => {
-                        if let Some(ws) = socket.as_mut() {
-                            if let Err(error) = write(ws, Message::Ping(Default::default()), write_limit).await {
-                                end_connection(&state, &mut socket, &mut generation);
+                        if lock(&wire).is_some() {
+                            if let Err(error) = send(&wire, Message::Ping(Default::default()), write_limit, || {}).await {
+                                end_connection(&state, &wire, &mut generation);
                                 feed(&state, |core| core.on_stalled(&format!("ping failed: {error}")));
                             }
                         }
@@ -280,10 +378,11 @@ async fn drive<S: JsSink>(
                         connecting = None;
                         // With a code it is the product's close: tell the worker. Without, the
                         // core gave up on the socket (it stalled or broke): just drop it.
-                        if let (Some(mut ws), Some(_)) = (socket.take(), code) {
+                        let taken = lock(&wire).take();
+                        if let (Some(mut ws), Some(_)) = (taken, code) {
                             close_socket(&mut ws, code, reason).await;
                         }
-                        end_connection(&state, &mut socket, &mut generation);
+                        end_connection(&state, &wire, &mut generation);
                     }
                     Control::StartTimer(timer, delay_ms) => timers[timer.index()] = Some(Box::pin(tokio::time::sleep(delay(delay_ms)))),
                     Control::CancelTimer(timer) => timers[timer.index()] = None,
@@ -294,7 +393,7 @@ async fn drive<S: JsSink>(
                 connecting = None;
                 match result {
                     Ok(ws) => {
-                        socket = Some(ws);
+                        *lock(&wire) = Some(ws);
                         feed(&state, |core| core.on_open(now_ms()));
                     }
                     Err(error) => {
@@ -302,7 +401,7 @@ async fn drive<S: JsSink>(
                     }
                 }
             }
-            msg = next_message(&mut socket) => {
+            msg = on_socket(&wire, |ws, cx| ws.poll_next_unpin(cx)) => {
                 let now = now_ms();
                 match msg {
                     Some(Ok(Message::Text(text))) => feed(&state, |core| {
@@ -320,28 +419,29 @@ async fn drive<S: JsSink>(
                     Some(Ok(Message::Close(frame))) => {
                         // tungstenite queued the close reply; flush it so the worker sees a
                         // clean close rather than 1006.
-                        if let Some(ws) = socket.as_mut() {
-                            let _ = ws.flush().await;
+                        if lock(&wire).is_some() {
+                            let _ = within(write_limit, on_socket(&wire, |ws, cx| Pin::new(ws).poll_flush(cx))).await;
                         }
                         let (code, reason) = match frame {
                             Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
                             None => (1005, String::new()),
                         };
-                        end_connection(&state, &mut socket, &mut generation);
+                        end_connection(&state, &wire, &mut generation);
                         feed(&state, |core| core.on_closed(code, &reason))
                     }
                     // Pings are answered by tungstenite itself; pings and pongs prove life.
                     Some(Ok(_)) => feed(&state, |core| core.on_traffic(now)),
                     Some(Err(error)) => {
                         // A peer that broke the protocol is told why before the socket goes.
-                        if let (Some(ws), Some((code, reason))) = (socket.as_mut(), close_for(&error)) {
-                            close_unreadable(ws, code, reason).await;
+                        let taken = lock(&wire).take();
+                        if let (Some(mut ws), Some((code, reason))) = (taken, close_for(&error)) {
+                            close_unreadable(&mut ws, code, reason).await;
                         }
-                        end_connection(&state, &mut socket, &mut generation);
+                        end_connection(&state, &wire, &mut generation);
                         feed(&state, |core| core.on_error())
                     }
                     None => {
-                        end_connection(&state, &mut socket, &mut generation);
+                        end_connection(&state, &wire, &mut generation);
                         feed(&state, |core| core.on_error())
                     }
                 }
@@ -352,7 +452,7 @@ async fn drive<S: JsSink>(
             }
         }
 
-        if socket.is_none() && connecting.is_none() && lock(&state).core.is_finished() {
+        if connecting.is_none() && lock(&wire).is_none() && lock(&state).core.is_finished() {
             break;
         }
     }
@@ -379,9 +479,25 @@ async fn fired(timers: &mut [Option<Sleep>; 4]) -> Timer {
     .await
 }
 
-/// Sends one message; a peer that stops reading cannot hold the task longer than `limit`.
-async fn write(ws: &mut Socket, msg: Message, limit: Duration) -> Result<(), String> {
-    match tokio::time::timeout(limit, ws.send(msg)).await {
+/// Polls `f` on the open socket, holding it only for each poll; pending while there is none
+/// (only this task opens and drops it, and it polls afresh after doing so).
+async fn on_socket<R>(
+    wire: &Mutex<Option<Socket>>,
+    mut f: impl FnMut(&mut Socket, &mut Context<'_>) -> Poll<R>,
+) -> R {
+    poll_fn(|cx| match lock(wire).as_mut() {
+        Some(ws) => f(ws, cx),
+        None => Poll::Pending,
+    })
+    .await
+}
+
+/// A write that a peer which stops reading cannot make last longer than `limit`.
+async fn within<E: std::fmt::Display>(
+    limit: Duration,
+    write: impl Future<Output = Result<(), E>>,
+) -> Result<(), String> {
+    match tokio::time::timeout(limit, write).await {
         Ok(result) => result.map_err(|e| e.to_string()),
         Err(_) => Err(format!(
             "the worker took no data for {} ms",
@@ -390,16 +506,42 @@ async fn write(ws: &mut Socket, msg: Message, limit: Duration) -> Result<(), Str
     }
 }
 
+/// Sends one message on the open socket, bounded by `limit`; `taken` runs once the message is
+/// in the socket's buffer (or could not be), when a later frame may be written after it.
+async fn send(
+    wire: &Mutex<Option<Socket>>,
+    msg: Message,
+    limit: Duration,
+    taken: impl FnOnce(),
+) -> Result<(), String> {
+    if lock(wire).is_none() {
+        taken();
+        return Err("the connection it was meant for has ended".to_owned());
+    }
+    let mut taken = Some(taken);
+    let mut msg = Some(msg);
+    let result = within(limit, async {
+        on_socket(wire, |ws, cx| Pin::new(ws).poll_ready(cx)).await?;
+        let queued = match (lock(wire).as_mut(), msg.take()) {
+            (Some(ws), Some(msg)) => Pin::new(ws).start_send(msg),
+            _ => Err(WsError::AlreadyClosed),
+        };
+        if let Some(taken) = taken.take() {
+            taken();
+        }
+        queued?;
+        on_socket(wire, |ws, cx| Pin::new(ws).poll_flush(cx)).await
+    })
+    .await;
+    if let Some(taken) = taken.take() {
+        taken();
+    }
+    result
+}
+
 async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Socket, String> {
     match connecting {
         Some(attempt) => attempt.await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn next_message(socket: &mut Option<Socket>) -> Option<Result<Message, WsError>> {
-    match socket {
-        Some(ws) => ws.next().await,
         None => std::future::pending().await,
     }
 }
@@ -416,8 +558,8 @@ fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
 }
 
 /// Marks the current connection as gone, so frames queued for it are recognised as unsent.
-fn end_connection<S>(state: &Mutex<State<S>>, socket: &mut Option<Socket>, generation: &mut u64) {
-    *socket = None;
+fn end_connection<S>(state: &Mutex<State<S>>, wire: &Mutex<Option<Socket>>, generation: &mut u64) {
+    *lock(wire) = None;
     *generation += 1;
     lock(state).generation = *generation;
 }
