@@ -611,7 +611,8 @@ impl Harness {
     }
 
     fn closed(&mut self, code: u16) {
-        if self.end_socket().is_none() {
+        // A close event needs an open socket; an attempt still connecting is left as it is.
+        if self.m.sock.is_none() || self.end_socket().is_none() {
             return;
         }
         self.core.on_closed(code, "");
