@@ -478,9 +478,11 @@ impl Harness {
             Event::Closed(code) => self.closed(code),
             Event::ClosedWith(code) => self.closed(code.code()),
             Event::Error => {
-                if self.end_socket().is_none() {
+                // On an open socket or one still connecting (a refused connect is an error).
+                if self.m.sock.is_none() && !self.m.pending_open {
                     return;
                 }
+                self.end_socket();
                 self.core.on_error();
                 self.actions();
             }
