@@ -5,8 +5,8 @@ fn main() {
 
 /// macOS: the addon's install name is its published file name, not the path it was linked at on
 /// the build machine, and a system library none of its symbols come from (libiconv, which the
-/// `libc` crate names for every Apple target) is not loaded. The same on a Mac and cross-linked
-/// (scripts/build-macos.sh checks both).
+/// `libc` crate names for every Apple target) is not loaded. Apple's linker and zig's (cross-linked
+/// by scripts/build-macos.sh, which checks the result) take the same arguments.
 fn macos_link_args(binary_name: &str) {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("macos") {
         return;
