@@ -43,13 +43,17 @@ function busyTick() {
 
 process.on('message', (msg) => {
   switch (msg.cmd) {
-    case 'connect':
+    case 'connect': {
+      // The first client with a socket loads the addon (native or WebAssembly): timed here.
+      const t0 = performance.now()
       client = connectMigration(
         handlers,
         { NORSK_WORKER_WS_URL: url, NORSK_WORKER_TOKEN: TOKEN },
         { log: () => {}, reconnectMinMs: 100, reconnectMaxMs: 1000, name: 'bench' },
       )
+      process.send({ type: 'connecting', ms: performance.now() - t0 })
       break
+    }
     case 'footprint':
       process.send({ type: 'footprint', footprint: footprint() })
       break

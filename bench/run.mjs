@@ -2,7 +2,8 @@
 // npm run bench [-- --quick] [-- --vs <module exporting connectMigration>] [-- --json <file>]
 //
 // Measures this package's client ("this") side by side with a comparison ("vs": by default the
-// minimal JavaScript client on `ws` in bench/js-client.mjs) and prints one table: import cost,
+// minimal JavaScript client on `ws` in bench/js-client.mjs) and with its own WebAssembly fallback
+// ("wasm": the same package under NAPI_RS_FORCE_WASI=error), and prints one table: import cost,
 // footprint of a connected client, idle CPU, round trips timed at a worker in another process,
 // the raw WebSocket echo floor between two processes, and round trips while the product's
 // JavaScript thread is busy. Everything runs on loopback; every process it starts is bounded in
@@ -71,7 +72,16 @@ const impls = [
   opt.vs
     ? { key: 'vs', label: opt.vs, ...moduleRef(opt.vs) }
     : { key: 'vs', label: 'bench/js-client.mjs (plain JS on ws)', ...moduleRef(join(here, 'js-client.mjs')) },
+  {
+    key: 'wasm',
+    label: '@norskvideo/ctl-migration (WebAssembly fallback)',
+    url: import.meta.resolve('@norskvideo/ctl-migration'),
+    path: createRequire(import.meta.url).resolve('@norskvideo/ctl-migration'),
+    env: { NAPI_RS_FORCE_WASI: 'error' },
+  },
 ]
+/** Every order of the implementations a round can take: each goes first in turn. */
+const rotation = (r) => impls.map((_, j) => impls[(r + j) % impls.length])
 
 // ── child processes: all tracked, all killed at the end ─────────────────────────────────────
 const children = new Set()
@@ -100,8 +110,8 @@ deadline.unref()
 const CHILD_ENV = { ...process.env, BENCH_CHILD_LIMIT_MS: String(P.deadlineMs + 10_000) }
 delete CHILD_ENV.NODE_OPTIONS
 
-function start(script, args, execArgv = []) {
-  const child = fork(join(here, script), args, { execArgv, env: CHILD_ENV, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+function start(script, args, execArgv = [], env = {}) {
+  const child = fork(join(here, script), args, { execArgv, env: { ...CHILD_ENV, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   children.add(child)
   child.on('exit', () => children.delete(child))
   child.inbox = []
@@ -158,7 +168,8 @@ function importVariants() {
   const v = [{ key: 'bare', args: ['-e', ''] }]
   // Node's ES module loader on its own: an ESM product has paid this before it imports anything.
   v.push({ key: 'empty:esm', args: ['--input-type=module', '-e', `import ${JSON.stringify(pathToFileURL(join(here, 'empty.mjs')).href)}`] })
-  for (const impl of impls) {
+  // Importing loads no addon, so the WebAssembly fallback's import is this one's.
+  for (const impl of impls.filter((i) => !i.env)) {
     v.push({ key: `${impl.key}:esm`, impl: impl.key, args: ['--input-type=module', '-e', `import ${JSON.stringify(impl.url)}`] })
     v.push({ key: `${impl.key}:cjs`, impl: impl.key, args: ['-e', `require(${JSON.stringify(impl.path)})`] })
   }
@@ -231,11 +242,12 @@ async function runAt(id, scenario, n, jitterMs = 0) {
 
 async function startClient(impl, id, role, port) {
   const url = `ws://127.0.0.1:${port}/instances/${encodeURIComponent(id)}/${role}`
-  const child = start('client.mjs', [impl.url, url], ['--expose-gc'])
+  const child = start('client.mjs', [impl.url, url], ['--expose-gc'], impl.env)
   const imported = await waitFor(child, (m) => m.type === 'imported', 30_000, `${id} to import ${impl.url}`)
   child.send({ cmd: 'connect' })
+  const connecting = await waitFor(child, (m) => m.type === 'connecting', 15_000, `${id} to call connectMigration`)
   await waitFor(worker, (m) => m.type === 'connected' && m.id === id, 15_000, `${id} to connect`)
-  return { child, id, before: imported.footprint }
+  return { child, id, before: imported.footprint, connectMs: connecting.ms }
 }
 
 async function footprintOf(c) {
@@ -279,13 +291,14 @@ function ratio(a, b) {
 }
 
 function table(rows) {
-  const head = ['measure', 'unit', 'this p50', 'this p99', 'vs p50', 'vs p99', 'ratio p50', 'ratio p99', '÷ floor p50 (this / vs)']
+  const head = ['measure', 'unit', 'this p50', 'this p99', 'vs p50', 'vs p99', 'ratio p50', 'ratio p99', '÷ floor p50 (this / vs)', 'wasm p50', 'wasm p99', 'wasm ÷ this p50']
   const body = rows.map((r) => {
     if (r.floorRow) {
-      return [r.label, r.unit, fmt(r.s.p50, r.unit), fmt(r.s.p99, r.unit), '(same)', '', '', '', '']
+      return [r.label, r.unit, fmt(r.s.p50, r.unit), fmt(r.s.p99, r.unit), '(same)', '', '', '', '', '', '', '']
     }
     const a = r.this ?? {}
     const b = r.vs ?? {}
+    const w = r.wasm ?? {}
     const fl = r.floor ? `${ratio(a.p50, r.floor.p50)} / ${ratio(b.p50, r.floor.p50)}` : ''
     return [
       r.label,
@@ -297,6 +310,9 @@ function table(rows) {
       r.noRatio ? '' : ratio(a.p50, b.p50),
       r.noRatio ? '' : ratio(a.p99, b.p99),
       fl,
+      w.error ? 'error' : fmt(w.p50, r.unit),
+      w.error ? '' : fmt(w.p99, r.unit),
+      r.noRatio ? '' : ratio(w.p50, a.p50),
     ]
   })
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => String(r[i]).length)))
@@ -394,21 +410,20 @@ async function main() {
   }
   for (let r = 0; r < P.rounds; r++) {
     for (const s of scenarios) {
-      // Alternate who goes first, and put the floor between them.
-      const order = r % 2 ? [...impls].reverse() : impls
+      // Take turns going first, and put the floor after the first.
+      const order = rotation(r)
       await timed(order[0], s)
       if (s.key === 'cutover' || s.key === 'cutover-36k') {
         const f = floors.find((f) => f.key === s.floor)
         add(f.key, await runAt('echo', f.key, f.n))
       }
-      await timed(order[1], s)
+      for (const impl of order.slice(1)) await timed(impl, s)
     }
   }
 
   console.error('bench: round trips with the JavaScript thread busy 20 ms of every 25 ms …')
   for (let r = 0; r < P.rounds; r++) {
-    const order = r % 2 ? [...impls].reverse() : impls
-    for (const impl of order) {
+    for (const impl of rotation(r)) {
       const c = live[impl.key].source
       c.child.send({ cmd: 'busy', on: true })
       await waitFor(c.child, (m) => m.type === 'busy' && m.on, 15_000, 'busy on')
@@ -439,11 +454,11 @@ async function main() {
   })()
 
   console.error(`bench: fresh processes: first round trips and footprint (${P.footprintRuns} processes each) …`)
-  const fp = Object.fromEntries(impls.map((i) => [i.key, { rssMiB: [], threads: [] }]))
+  const fp = Object.fromEntries(impls.map((i) => [i.key, { rssMiB: [], threads: [], connectMs: [] }]))
   for (let k = 0; k < P.footprintRuns; k++) {
-    const order = k % 2 ? [...impls].reverse() : impls
-    for (const impl of order) {
+    for (const impl of rotation(k)) {
       const c = await startClient(impl, `fp-${impl.key}-${k}`, 'source', port)
+      fp[impl.key].connectMs.push(c.connectMs)
       // The first frames a fresh process handles: nothing JIT-compiled yet, as in production,
       // where a process sees one handover in its life.
       for (const sc of ['get-state', 'cutover', 'cutover-36k']) add(`${impl.key}:cold:${sc}`, await runAt(c.id, sc, 1))
@@ -466,7 +481,7 @@ async function main() {
   const S = (k) => (samples[k] ? stat(samples[k]) : undefined)
   const imp = (k, f) => (imports[k]?.error ? { error: imports[k].error } : imports[k]?.[f])
   const cpu = (k) => (cpuPerRt[k] ? stat(cpuPerRt[k]) : undefined)
-  const pair = (f) => ({ this: f('this'), vs: f('vs') })
+  const pair = (f) => ({ this: f('this'), vs: f('vs'), wasm: f('wasm') })
   const rows = [
     { key: 'esm-wall', label: 'import (ESM `import`): wall added', unit: 'ms', ...pair((i) => imp(`${i}:esm`, 'wallMs')) },
     { key: 'esm-rss', label: 'import (ESM `import`): peak RSS added', unit: 'MiB', ...pair((i) => imp(`${i}:esm`, 'hwmMiB')) },
@@ -474,6 +489,7 @@ async function main() {
     { key: 'loader-rss', label: '  of which the ESM loader (an empty .mjs): RSS', unit: 'MiB', floorRow: true, s: imp('empty:esm', 'hwmMiB') },
     { key: 'cjs-wall', label: 'import (`require`): wall added', unit: 'ms', ...pair((i) => imp(`${i}:cjs`, 'wallMs')) },
     { key: 'cjs-rss', label: 'import (`require`): peak RSS added', unit: 'MiB', ...pair((i) => imp(`${i}:cjs`, 'hwmMiB')) },
+    { key: 'connect', label: 'fresh process: first connectMigration (loads the addon)', unit: 'ms', ...pair((i) => stat(fp[i].connectMs)) },
     { key: 'rss', label: 'connected client: RSS added', unit: 'MiB', ...pair((i) => stat(fp[i].rssMiB)) },
     { key: 'threads', label: 'connected client: OS threads added', unit: 'count', ...pair((i) => stat(fp[i].threads)) },
     {
@@ -495,7 +511,7 @@ async function main() {
   const busy = pair((i) => S(`${i}:busy`))
   rows.push({ key: 'busy', label: 'cutover, JS thread busy 20 of every 25 ms', unit: 'µs', ...busy })
   const idleCut = pair((i) => S(`${i}:cutover`))
-  const worse = (i) => ({ p50: busy[i].p50 / idleCut[i].p50, p99: busy[i].p99 / idleCut[i].p99 })
+  const worse = (i) => (busy[i] && idleCut[i] ? { p50: busy[i].p50 / idleCut[i].p50, p99: busy[i].p99 / idleCut[i].p99 } : undefined)
   rows.push({ key: 'busy-ratio', label: '  busy ÷ idle cutover', unit: '×', noRatio: true, ...pair(worse) })
   results.rows = rows
   results.samples = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, v.length]))
@@ -503,7 +519,7 @@ async function main() {
 
   const out = [
     `ctl-migration bench, ${results.date.slice(0, 16).replace('T', ' ')} UTC — node ${process.version}, linux ${process.arch}, ${cpus().length} cores, load ${load.toFixed(2)}, ${Q ? 'quick' : 'full'} run (${results.seconds.toFixed(0)} s)`,
-    `this = ${impls[0].label}; vs = ${impls[1].label}; ratio = this ÷ vs`,
+    `this = ${impls[0].label}; vs = ${impls[1].label}; wasm = ${impls[2].label}; ratio = this ÷ vs`,
     `round trips: ${P.rounds} rounds × ${P.small} (small) / ${P.big} (36 KB) / ${P.busy} (busy) per client, timed at the worker; import: ${P.importRuns} runs each, minus a bare \`node -e ""\`; footprint: ${P.footprintRuns} processes each`,
     '',
     table(rows),

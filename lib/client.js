@@ -129,39 +129,10 @@ function socketClient(handlers, url, token, name, opts) {
     }
     if (nativeError) noteFallback(log, nativeError)
   }
-  const {
-    Client,
-    OP_LOG,
-    OP_CALL,
-    OP_TOO_LARGE,
-    OP_OPEN,
-    OP_SEND,
-    OP_CLOSE,
-    OP_START_TIMER,
-    OP_CANCEL_TIMER,
-    OP_STATUS,
-    HANDLER_GET_STATE,
-    HANDLER_INITIAL_STATE,
-    HANDLER_CUTOVER_READY,
-    HANDLER_CUTOVER_APPLY,
-    HANDLER_ABORT,
-    HANDLER_CONNECTED,
-    STATE_MISSING,
-    STATE_VALUE,
-    STATE_NOT_JSON,
-    STATE_REFUSED,
-    STATE_THREW,
-    STATE_UNPRINTABLE,
-    SETTLED_MISSING,
-    SETTLED_DONE,
-    SETTLED_THREW,
-  } = addon
+  const { Client } = addon
 
-  // What `role`, `migrationId` and `connected` read on the native transport: the state as of
-  // the events JavaScript has handled so far (see `Status` in src/native.rs). A JavaScript
-  // socket runs the core on this thread, so there they read the core itself.
-  let view = { seq: 0, role: 'source', migrationId: undefined, connected: false }
-  // The socket transport, when the product supplies the socket class; else native.
+  // The socket transport, when the product supplies the socket class (or the WebAssembly build
+  // needs one); else native.
   let transport
   const core = Socket ? Client.jsSocket(options) : Client.native(options, dispatchFromRuntime)
   if (Socket) transport = jsSocketTransport(Socket, url, () => core, (actions) => run(actions))
@@ -175,78 +146,79 @@ function socketClient(handlers, url, token, name, opts) {
     }
   }
 
+  // Carries out the core's actions, in order (their shapes: `JsAction` in lib/addon/binding.d.ts).
   function run(actions) {
     for (const action of actions) {
-      switch (action.op) {
-        case OP_LOG:
-          log(action.a)
+      switch (action.kind) {
+        case 'Log':
+          log(action.line)
           break
-        case OP_CALL:
-          callHandler(action.n, action.a, action.b)
+        case 'GetState':
+          void answerGetState(action.migrationId)
           break
-        case OP_TOO_LARGE:
-          throw new RangeError(`frame of ${action.n} bytes is over the ${MAX_FRAME_BYTES}-byte limit; not sent`)
-        case OP_OPEN:
+        case 'InitialState':
+          initialState(action)
+          break
+        case 'CutoverReady':
+          settle(action, () => handlers.onCutoverReady?.(JSON.parse(action.payload), action.migrationId))
+          break
+        case 'CutoverApply':
+          settle(action, () => handlers.onCutoverApply?.(JSON.parse(action.payload), action.migrationId))
+          break
+        case 'Abort':
+          settle(action, () => handlers.onAbort?.(action.reason, action.migrationId))
+          break
+        case 'Connected':
+          settle(action, () => handlers.onConnected?.(action.role, action.migrationId))
+          break
+        case 'TooLarge':
+          throw new RangeError(`frame of ${action.bytes} bytes is over the ${MAX_FRAME_BYTES}-byte limit; not sent`)
+        case 'Open':
           transport.open()
           break
-        case OP_SEND:
-          transport.send(action.a, action.b, action.n === 1)
+        case 'Send':
+          transport.send(action.text)
           break
-        case OP_CLOSE:
-          transport.close(action.n, action.a)
+        case 'Close':
+          transport.close(action.code, action.reason)
           break
-        case OP_START_TIMER:
-          transport.startTimer(action.n)
+        case 'StartTimer':
+          transport.startTimer(action.timer, action.delayMs)
           break
-        case OP_CANCEL_TIMER:
-          transport.cancelTimer()
-          break
-        case OP_STATUS:
-          if (action.m > view.seq) view = { seq: action.m, role: action.a, migrationId: action.b ?? undefined, connected: action.n === 1 }
+        case 'CancelTimer':
+          transport.cancelTimer(action.timer)
           break
       }
     }
   }
 
-  function callHandler(kind, arg, migrationId) {
-    switch (kind) {
-      case HANDLER_GET_STATE:
-        void answerGetState(migrationId)
-        return
-      case HANDLER_INITIAL_STATE: {
-        let handler
-        try {
-          handler = handlers.onInitialState
-        } catch (e) {
-          return run(core.handlerSettled(kind, migrationId, SETTLED_THREW, describe(e) ?? 'a value that cannot be printed'))
-        }
-        if (!handler) return run(core.handlerSettled(kind, migrationId, SETTLED_MISSING))
-        return settle(kind, migrationId, () => handler.call(handlers, JSON.parse(arg), migrationId))
-      }
-      case HANDLER_CUTOVER_READY:
-        return settle(kind, migrationId, () => handlers.onCutoverReady?.(JSON.parse(arg), migrationId))
-      case HANDLER_CUTOVER_APPLY:
-        return settle(kind, migrationId, () => handlers.onCutoverApply?.(JSON.parse(arg), migrationId))
-      case HANDLER_ABORT:
-        return settle(kind, migrationId, () => handlers.onAbort?.(arg, migrationId))
-      case HANDLER_CONNECTED:
-        return settle(kind, migrationId ?? '', () => handlers.onConnected?.(arg, migrationId ?? undefined))
+  function initialState(action) {
+    let handler
+    try {
+      handler = handlers.onInitialState
+    } catch (e) {
+      return run(core.handlerThrew(action.handler, action.migrationId, describe(e) ?? 'a value that cannot be printed'))
     }
+    if (!handler) return run(core.handlerMissing(action.handler, action.migrationId))
+    settle(action, () => handler.call(handlers, JSON.parse(action.payload), action.migrationId))
   }
 
   // Awaits a handler exactly as the reference does (one `await` of what it returns), then tells
   // the core how it ended. Nothing it throws or rejects with escapes (D4).
-  function settle(kind, migrationId, invoke) {
+  function settle(action, invoke) {
+    const migrationId = action.migrationId ?? ''
     void (async () => {
-      let outcome = SETTLED_DONE
-      let thrown
+      let printed
       try {
         await invoke()
       } catch (e) {
-        outcome = SETTLED_THREW
-        thrown = describe(e) ?? 'a value that cannot be printed'
+        printed = describe(e) ?? 'a value that cannot be printed'
       }
-      run(core.handlerSettled(kind, migrationId, outcome, thrown))
+      run(
+        printed === undefined
+          ? core.handlerDone(action.handler, migrationId)
+          : core.handlerThrew(action.handler, migrationId, printed),
+      )
     })().catch(reportGlueError)
   }
 
@@ -257,20 +229,19 @@ function socketClient(handlers, url, token, name, opts) {
       try {
         // Read inside the try: a getter that throws is a handler that throws (D3).
         const handler = handlers.onGetState
-        if (!handler) return run(core.stateSettled(migrationId, STATE_MISSING))
+        if (!handler) return run(core.stateMissing(migrationId))
         answer = await handler.call(handlers, migrationId)
       } catch (e) {
-        const text = describe(e)
-        return run(core.stateSettled(migrationId, text === undefined ? STATE_UNPRINTABLE : STATE_THREW, text))
+        return run(core.stateThrew(migrationId, describe(e)))
       }
-      if (isStateRefusal(answer)) return run(core.stateSettled(migrationId, STATE_REFUSED, answer.reason))
+      if (isStateRefusal(answer)) return run(core.stateRefused(migrationId, answer.reason))
       let json
       try {
         json = JSON.stringify(answer)
       } catch (e) {
-        return run(core.stateSettled(migrationId, STATE_NOT_JSON, describe(e) ?? 'it cannot be serialised'))
+        return run(core.stateNotJson(migrationId, describe(e) ?? 'it cannot be serialised'))
       }
-      run(core.stateSettled(migrationId, STATE_VALUE, json ?? 'null'))
+      run(core.stateValue(migrationId, json ?? 'null'))
     } catch (e) {
       reportGlueError(e)
     }
@@ -280,18 +251,18 @@ function socketClient(handlers, url, token, name, opts) {
     log(`internal error: ${describe(e) ?? 'unprintable'}`)
   }
 
-  const state = Socket
-    ? () => ({ role: core.role, migrationId: core.migrationId ?? undefined, connected: core.connected })
-    : () => view
+  // `role`, `migrationId` and `connected` have one source, the addon: the core itself on a
+  // JavaScript socket, and on the native transport the state as of the events this thread was
+  // handed (handlers see what their own event left, even when the socket thread is ahead).
   const client = {
     get role() {
-      return state().role
+      return core.role
     },
     get migrationId() {
-      return state().migrationId
+      return core.migrationId ?? undefined
     },
     get connected() {
-      return state().connected
+      return core.connected
     },
     reportState(payload) {
       run(core.reportState(payloadJson(payload)))
@@ -387,7 +358,8 @@ function frameText(data) {
 // events are handled synchronously, and the reconnect timer is a JavaScript timer.
 function jsSocketTransport(Ctor, url, getCore, run) {
   let socket
-  let timer
+  // The core's timers, by their number in its actions.
+  const timers = new Map()
   const forget = () => {
     const s = socket
     socket = undefined
@@ -414,7 +386,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
           // a socket that will not take it still delivers strings
         }
         s.onopen = () => {
-          if (socket === s) run(core.socketOpened())
+          if (socket === s) run(core.socketOpened(performance.now()))
         }
         s.onmessage = (ev) => {
           if (socket === s) run(core.socketMessage(frameText(ev?.data)))
@@ -429,12 +401,12 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         }
       })
     },
-    send(text, type, isReport) {
+    send(text) {
       const s = socket
       try {
         s.send(text)
       } catch (e) {
-        run(getCore().socketSendFailed(type, text, isReport, describe(e) ?? 'send threw'))
+        run(getCore().socketSendFailed(text, describe(e) ?? 'send threw'))
       }
     },
     close(code, reason) {
@@ -446,15 +418,19 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         // already gone
       }
     },
-    startTimer(ms) {
-      timer = setTimeout(() => {
-        timer = undefined
-        run(getCore().timerFired())
-      }, ms)
+    startTimer(id, ms) {
+      clearTimeout(timers.get(id))
+      timers.set(
+        id,
+        setTimeout(() => {
+          timers.delete(id)
+          run(getCore().timerFired(id, performance.now()))
+        }, ms),
+      )
     },
-    cancelTimer() {
-      clearTimeout(timer)
-      timer = undefined
+    cancelTimer(id) {
+      clearTimeout(timers.get(id))
+      timers.delete(id)
     },
   }
 }

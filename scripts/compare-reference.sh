@@ -28,9 +28,9 @@ else
   if [ -z "${REFERENCE_DIR:-}" ]; then trap 'rm -rf "$dir"' EXIT; fi
 fi
 
-if ! ls ctl-migration.*.node >/dev/null 2>&1; then
-  echo "== building the addon (debug)"
-  npx napi build --platform --js binding.js --dts binding.d.ts
+if ! ls lib/addon/ctl-migration.*.node >/dev/null 2>&1; then
+  echo "== building the addons (debug)"
+  npm run build:debug
 fi
 
 status=0

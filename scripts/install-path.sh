@@ -60,6 +60,8 @@ if [ -n "$(find "$TMP/stage/package" -name '*.node')" ]; then echo "the root pac
 # The WebAssembly fallback is in the root package itself: no install option can leave it out.
 [ -f "$TMP/stage/package/lib/addon/ctl-migration.wasm32-wasip1.wasm" ] || { echo "the root package lacks the WebAssembly build" >&2; exit 1; }
 (cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
+# The production addon carries no worker simulator (it is the testing addon's alone).
+if grep -q -a -e TestWorkerHandle -e second-hello "$BINARY"; then echo "the client binary carries the simulator" >&2; exit 1; fi
 # The platform package: npm/<platform> with the binary in it (what `napi artifacts` does).
 cp -r "npm/$PLATFORM" "$TMP/stage/platform"
 cp "$BINARY" "$TMP/stage/platform/ctl-migration.$PLATFORM.node"

@@ -6,51 +6,33 @@
 #   scripts/runtimes.sh node20 bun      # some of it
 #
 # Uses the addon built in this checkout (`npm run build`, run here if there is none), or the one
-# BINARY names (e.g. BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node). Prints one
-# line per runtime and fails if any runtime failed, except Deno, whose Node-API support is
-# reported but not required (STRICT_DENO=1 requires it too).
+# BINARY names (e.g. BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node). FLAVOR=wasm runs
+# the client on its WebAssembly build instead (NAPI_RS_FORCE_WASI=error; the kit stays native).
+# Prints one line per runtime and fails if any runtime failed, except Deno, whose Node-API
+# support is reported but not required (STRICT_DENO=1 requires it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RT_DIR=${RUNTIMES_DIR:-$PWD/target/runtimes}
 ALL=(node20 node22 node24 node26 bun deno)
+case "${FLAVOR:-native}" in
+  native) ;;
+  wasm) export NAPI_RS_FORCE_WASI=error ;;
+  *) echo "runtimes.sh: FLAVOR is native or wasm, not $FLAVOR" >&2; exit 2 ;;
+esac
 if [ "$#" -gt 0 ]; then WANT=("$@"); else WANT=("${ALL[@]}"); fi
-
-spec_of() {
-  case "$1" in
-    node20) echo node@20 ;;
-    node22) echo node@22 ;;
-    node24) echo node@24 ;;
-    node26) echo node@26 ;;
-    bun) echo bun@1 ;;
-    deno) echo deno@2 ;;
-    *) echo "runtimes.sh: unknown runtime $1 (known: ${ALL[*]})" >&2; exit 2 ;;
-  esac
-}
-bin_of() {
-  case "$1" in
-    node*) echo "$RT_DIR/$1/node_modules/node/bin/node" ;;
-    bun) echo "$RT_DIR/bun/node_modules/bun/bin/bun.exe" ;;
-    deno) echo "$RT_DIR/deno/node_modules/deno/deno" ;;
-  esac
-}
 
 [ -d node_modules ] || npm ci --no-audit --no-fund
 if [ -n "${BINARY:-}" ]; then
   NAPI_RS_NATIVE_LIBRARY_PATH=$(realpath "$BINARY")
   export NAPI_RS_NATIVE_LIBRARY_PATH
-elif ! compgen -G 'ctl-migration.*.node' >/dev/null; then
+elif ! compgen -G 'lib/addon/ctl-migration.*.node' >/dev/null || [ ! -f lib/addon/ctl-migration.wasm32-wasip1.wasm ]; then
   npm run build
 fi
 
 declare -A RESULT
 status=0
 for name in "${WANT[@]}"; do
-  spec=$(spec_of "$name")
-  bin=$(bin_of "$name")
-  if [ ! -x "$bin" ]; then
-    echo "== install $spec" >&2
-    npm install --prefix "$RT_DIR/$name" --no-save --no-package-lock --no-audit --no-fund --loglevel=error "$spec" >&2
-  fi
+  bin=$(RUNTIMES_DIR=$RT_DIR scripts/runtime-bin.sh "$name")
   case "$name" in
     deno) cmd=("$bin" run -A smoke/run.mjs) ;;
     *) cmd=("$bin" smoke/run.mjs) ;;
@@ -74,6 +56,6 @@ for name in "${WANT[@]}"; do
 done
 
 echo
-echo "runtime matrix ($(uname -sm)):"
+echo "runtime matrix ($(uname -sm), client build: ${FLAVOR:-native}):"
 for name in "${WANT[@]}"; do printf '  %-7s %s\n' "$name" "${RESULT[$name]}"; done
 exit "$status"

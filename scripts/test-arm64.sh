@@ -21,7 +21,7 @@ BINARY=$CARGO_TARGET_DIR/out/ctl-migration.linux-arm64-gnu.node
 say() { printf '\n== %s\n' "$*" >&2; }
 
 # ── the binary ───────────────────────────────────────────────────────────────
-[ -f "$BINARY" ] || scripts/build-linux.sh aarch64-unknown-linux-gnu
+[ -f "$BINARY" ] && [ -f "$(dirname "$BINARY")/ctl-migration-testing.linux-arm64-gnu.node" ] || scripts/build-linux.sh aarch64-unknown-linux-gnu
 
 # ── qemu, arm64 libc, binfmt ─────────────────────────────────────────────────
 say "qemu-user and the arm64 libc"
@@ -58,9 +58,10 @@ PKG=$WORK/pkg
 rm -rf "$PKG"
 mkdir -p "$PKG"
 # The committed files the tests use (no Rust, no x64 .node).
-git ls-files -z -- package.json package-lock.json vitest.config.mjs tsconfig.json 'index.*' 'testing.*' \
-  binding.js binding.d.ts napi-loader.js lib npm __test__ smoke | xargs -0 cp --parents -t "$PKG"
+git ls-files -z -- package.json package-lock.json vitest.config.mjs tsconfig.json index.d.ts \
+  lib npm __test__ smoke | xargs -0 cp --parents -t "$PKG"
 cp "$BINARY" "$PKG/npm/linux-arm64-gnu/"
+cp "$(dirname "$BINARY")/ctl-migration-testing.linux-arm64-gnu.node" "$PKG/npm/linux-arm64-gnu/"
 # The arm64 builds of the test tools' own native parts (vitest's bundler), as an arm64 host gets.
 (cd "$PKG" && npm ci --no-audit --no-fund --loglevel=error --os=linux --cpu=arm64 --libc=glibc)
 [ -e "$PKG/node_modules/@norskvideo/ctl-migration-linux-arm64-gnu/ctl-migration.linux-arm64-gnu.node" ]
@@ -68,7 +69,7 @@ cp "$BINARY" "$PKG/npm/linux-arm64-gnu/"
 cd "$PKG"
 status=0
 say "smoke suite under qemu (arm64 Node $NODE_ARM64_VERSION)"
-"$NODE" -e "require('./binding.js'); const p = require.resolve('@norskvideo/ctl-migration-linux-arm64-gnu'); console.error('loaded from', p)"
+"$NODE" -e "require('./lib/addon/napi-loader.js'); const p = require.resolve('@norskvideo/ctl-migration-linux-arm64-gnu'); console.error('loaded from', p)"
 "$NODE" smoke/run.mjs || status=1
 
 if [ "${1:-}" != "--smoke-only" ]; then

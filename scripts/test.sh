@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh clone: installs Node deps, builds the addons (native client,
-# testing kit, WebAssembly fallback), runs every test: the Rust crates' unit tests, the type
-# checks, the vitest suites on the native build, and the client's suites again on the
-# WebAssembly build.
+# The whole test suite on a fresh clone: installs Node deps (and Node 22 and Bun from the npm
+# registry), builds the addons (native client, testing kit, WebAssembly fallback), runs every
+# test: the Rust crates' unit tests, the type checks, the vitest suites on the native build, the
+# client's suites again on the WebAssembly build under Node 20 and Node 22, and the runtime smoke
+# suite on both builds (Bun on the WebAssembly one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npm ci --no-audit --no-fund
@@ -11,3 +12,7 @@ cargo test --workspace
 npx tsc -p tsconfig.json
 npx vitest run
 npx vitest run -c vitest.wasm.config.mjs
+"$(scripts/runtime-bin.sh node22)" node_modules/vitest/vitest.mjs run -c vitest.wasm.config.mjs
+node smoke/run.mjs
+NAPI_RS_FORCE_WASI=error node smoke/run.mjs
+FLAVOR=wasm scripts/runtimes.sh bun

@@ -1,16 +1,17 @@
 //! The Node-API surface: one class, `Client`, over the protocol core, with either transport.
 //!
 //! Every method returns the actions the JavaScript glue (`lib/client.js`) must carry out now, as
-//! a list of `{ op, a, b, n }`. With the native transport that is only log lines and handler
-//! calls (the socket lives on the runtime thread, whose own log lines and handler calls arrive
-//! through one threadsafe function); with a JavaScript socket it is everything, socket work too,
-//! so the glue runs it synchronously on the JavaScript thread as the reference client does.
+//! typed objects (`{ kind: 'Send', text }`, `{ kind: 'CutoverReady', payload, migrationId, … }`).
+//! With the native transport that is only log lines and handler calls (the socket lives on the
+//! runtime thread, whose own log lines and handler calls arrive through one threadsafe
+//! function); with a JavaScript socket it is everything, socket work too, so the glue runs it
+//! synchronously on the JavaScript thread as the reference client does.
 
 #[cfg(not(target_family = "wasm"))]
-use crate::native::{JsSink, JsWork, NativeClient, NativeTimers};
+use crate::native::{JsSink, JsWork, NativeClient, Status};
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{
-    Action, Call, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, TooLarge,
+    Action, Call, Config, HandlerKind, HandlerOutcome, Protocol, StateOutcome, Timer, TooLarge,
 };
 use napi::bindgen_prelude::*;
 #[cfg(not(target_family = "wasm"))]
@@ -19,77 +20,68 @@ use napi_derive::napi;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 #[cfg(not(target_family = "wasm"))]
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
-#[napi]
-pub const OP_LOG: u32 = 1;
-/// Call a handler: `n` is its kind (`HANDLER_*`), `a` its first argument, `b` the migration id.
-#[napi]
-pub const OP_CALL: u32 = 2;
-/// A report was over the frame cap: `n` is its size in bytes; nothing was sent.
-#[napi]
-pub const OP_TOO_LARGE: u32 = 3;
-/// JavaScript socket only: construct a socket for the worker's URL.
-#[napi]
-pub const OP_OPEN: u32 = 4;
-/// JavaScript socket only: `send(a)`; `b` is the frame's type, `n` 1 for a report.
-#[napi]
-pub const OP_SEND: u32 = 5;
-/// JavaScript socket only: `close(n, a)`, or `close()` when `n` is absent.
-#[napi]
-pub const OP_CLOSE: u32 = 6;
-/// JavaScript socket only: arm the reconnect timer for `n` ms.
-#[napi]
-pub const OP_START_TIMER: u32 = 7;
-#[napi]
-pub const OP_CANCEL_TIMER: u32 = 8;
-/// Native transport only: the state JavaScript reads is now role `a`, migration `b`,
-/// connected when `n` is 1, as of snapshot `m` (apply only if newer than the last applied).
-#[napi]
-pub const OP_STATUS: u32 = 9;
-
-#[napi]
-pub const HANDLER_GET_STATE: u32 = 0;
-#[napi]
-pub const HANDLER_INITIAL_STATE: u32 = 1;
-#[napi]
-pub const HANDLER_CUTOVER_READY: u32 = 2;
-#[napi]
-pub const HANDLER_CUTOVER_APPLY: u32 = 3;
-#[napi]
-pub const HANDLER_ABORT: u32 = 4;
-#[napi]
-pub const HANDLER_CONNECTED: u32 = 5;
-
-/// `onGetState` outcomes for `stateSettled`.
-#[napi]
-pub const STATE_MISSING: u32 = 0;
-#[napi]
-pub const STATE_VALUE: u32 = 1;
-#[napi]
-pub const STATE_NOT_JSON: u32 = 2;
-#[napi]
-pub const STATE_REFUSED: u32 = 3;
-#[napi]
-pub const STATE_THREW: u32 = 4;
-#[napi]
-pub const STATE_UNPRINTABLE: u32 = 5;
-
-/// Other handlers' outcomes for `handlerSettled`.
-#[napi]
-pub const SETTLED_MISSING: u32 = 0;
-#[napi]
-pub const SETTLED_DONE: u32 = 1;
-#[napi]
-pub const SETTLED_THREW: u32 = 2;
-
-#[napi(object)]
-pub struct JsAction {
-    pub op: u32,
-    pub a: Option<String>,
-    pub b: Option<String>,
-    pub n: Option<f64>,
-    pub m: Option<f64>,
+/// One thing the glue must do, in order. A handler call carries `handler`, which the glue
+/// hands back when the handler settles.
+#[napi(discriminant = "kind")]
+pub enum JsAction {
+    Log {
+        line: String,
+    },
+    GetState {
+        handler: u32,
+        migration_id: String,
+    },
+    InitialState {
+        handler: u32,
+        payload: String,
+        migration_id: String,
+    },
+    CutoverReady {
+        handler: u32,
+        payload: String,
+        migration_id: String,
+    },
+    CutoverApply {
+        handler: u32,
+        payload: String,
+        migration_id: String,
+    },
+    Abort {
+        handler: u32,
+        reason: String,
+        migration_id: String,
+    },
+    Connected {
+        handler: u32,
+        role: String,
+        migration_id: Option<String>,
+    },
+    /// A report was over the frame cap; nothing was sent.
+    TooLarge {
+        bytes: u32,
+    },
+    /// JavaScript socket only: construct a socket for the worker's URL.
+    Open,
+    /// JavaScript socket only.
+    Send {
+        text: String,
+    },
+    /// JavaScript socket only: `close(code, reason)`, or `close()` without a code.
+    Close {
+        code: Option<u32>,
+        reason: Option<String>,
+    },
+    /// JavaScript socket only: arm timer `timer` (re-arm it if it runs).
+    StartTimer {
+        timer: u32,
+        delay_ms: f64,
+    },
+    /// JavaScript socket only.
+    CancelTimer {
+        timer: u32,
+    },
 }
 
 /// What `connectMigration` was given, resolved to values by the glue.
@@ -101,13 +93,19 @@ pub struct ClientOptions {
     pub reconnect_min_ms: f64,
     pub reconnect_max_ms: f64,
     pub reconnect_jitter: f64,
-    /// Native transport only; 0 disables.
+    /// 0 disables. The native transport only: a WHATWG socket cannot ping.
     pub heartbeat_ms: f64,
-    /// Native transport only; 0 disables.
+    /// 0 disables. The native transport only: with a JavaScript socket connecting is the
+    /// socket's business, as with the JavaScript client.
     pub connect_timeout_ms: f64,
 }
 
-fn core(options: ClientOptions) -> Protocol {
+fn core(options: ClientOptions, liveness: bool) -> Protocol {
+    let (heartbeat_ms, connect_timeout_ms) = if liveness {
+        (options.heartbeat_ms, options.connect_timeout_ms)
+    } else {
+        (0.0, 0.0)
+    };
     Protocol::new(Config {
         url: options.url,
         token: options.token,
@@ -116,12 +114,9 @@ fn core(options: ClientOptions) -> Protocol {
         reconnect_max_ms: options.reconnect_max_ms,
         reconnect_jitter: options.reconnect_jitter,
         seed: RandomState::new().build_hasher().finish(),
+        heartbeat_ms,
+        connect_timeout_ms,
     })
-}
-
-#[cfg(not(target_family = "wasm"))]
-fn positive_ms(ms: f64) -> Option<Duration> {
-    (ms.is_finite() && ms > 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
 }
 
 #[napi(object)]
@@ -139,7 +134,7 @@ pub struct JsAppliedSummary {
 }
 
 #[cfg(not(target_family = "wasm"))]
-type Dispatch = ThreadsafeFunction<Vec<JsAction>, (), Vec<JsAction>, Status, false>;
+type Dispatch = ThreadsafeFunction<JsWork, (), Vec<JsAction>, napi::Status, false>;
 
 #[cfg(not(target_family = "wasm"))]
 struct TsfnSink(Dispatch);
@@ -147,15 +142,41 @@ struct TsfnSink(Dispatch);
 #[cfg(not(target_family = "wasm"))]
 impl JsSink for TsfnSink {
     fn deliver(&self, work: JsWork) {
-        let js = work_to_js(work);
         // NonBlocking on an unbounded queue only fails once Node is shutting down.
-        let _ = self.0.call(js, ThreadsafeFunctionCallMode::NonBlocking);
+        let _ = self.0.call(work, ThreadsafeFunctionCallMode::NonBlocking);
+    }
+}
+
+/// What `role`, `migrationId` and `connected` read on the native transport: the state as of
+/// the events JavaScript has been handed so far (see [`Status`]), set on the JavaScript thread
+/// only. The core may be ahead of it; a handler must see what its own event left.
+#[cfg(not(target_family = "wasm"))]
+#[derive(Default)]
+struct Shown(Mutex<Option<Status>>);
+
+#[cfg(not(target_family = "wasm"))]
+impl Shown {
+    /// Adopts `status` unless a newer one was adopted already (the runtime thread's and the
+    /// JavaScript thread's snapshots can arrive out of order).
+    fn adopt(&self, status: Option<Status>) {
+        let Some(status) = status else { return };
+        let mut shown = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if shown.as_ref().is_none_or(|s| status.seq > s.seq) {
+            *shown = Some(status);
+        }
+    }
+
+    fn read<R>(&self, f: impl FnOnce(Option<&Status>) -> R) -> R {
+        f(self.0.lock().unwrap_or_else(|p| p.into_inner()).as_ref())
     }
 }
 
 enum Transport {
     #[cfg(not(target_family = "wasm"))]
-    Native(NativeClient<TsfnSink>),
+    Native {
+        client: NativeClient<TsfnSink>,
+        shown: Arc<Shown>,
+    },
     JsSocket(Box<Protocol>),
 }
 
@@ -176,21 +197,23 @@ impl Client {
         options: ClientOptions,
         dispatch: Function<Vec<JsAction>, ()>,
     ) -> Result<Client> {
+        let shown = Arc::new(Shown::default());
+        let shown_by_dispatch = shown.clone();
         let tsfn: Dispatch = dispatch
-            .build_threadsafe_function()
+            .build_threadsafe_function::<JsWork>()
             .callee_handled::<false>()
-            .build()?;
-        let timers = NativeTimers {
-            heartbeat: positive_ms(options.heartbeat_ms),
-            connect_timeout: positive_ms(options.connect_timeout_ms),
-        };
+            .build_callback(move |ctx| {
+                // On the JavaScript thread, just before the glue runs this event's handlers.
+                shown_by_dispatch.adopt(ctx.value.status);
+                Ok(ctx.value.actions.into_iter().filter_map(to_js).collect())
+            })?;
         let url = options.url.clone();
-        let native = NativeClient::start(core(options), url, timers, TsfnSink(tsfn))
+        let client = NativeClient::start(core(options, true), url, TsfnSink(tsfn))
             .map_err(Error::from_reason)?;
         // A worker thread that ends without close() must not leave its socket behind.
-        env.add_env_cleanup_hook(native.clone(), |native| native.shutdown())?;
+        env.add_env_cleanup_hook(client.clone(), |client| client.shutdown())?;
         Ok(Client {
-            transport: Transport::Native(native),
+            transport: Transport::Native { client, shown },
         })
     }
 }
@@ -201,29 +224,50 @@ impl Client {
     #[napi(factory)]
     pub fn js_socket(options: ClientOptions) -> Client {
         Client {
-            transport: Transport::JsSocket(Box::new(core(options))),
+            transport: Transport::JsSocket(Box::new(core(options, false))),
         }
     }
 
     #[napi(getter)]
     pub fn role(&self) -> &'static str {
-        self.read(|core| core.role().as_str())
+        match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native { shown, .. } => shown.read(|s| {
+                s.map_or(ctl_migration_core::protocol::Role::Source, |s| s.role)
+                    .as_str()
+            }),
+            Transport::JsSocket(core) => core.role().as_str(),
+        }
     }
 
     #[napi(getter)]
     pub fn connected(&self) -> bool {
-        self.read(|core| core.connected())
+        match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native { shown, .. } => shown.read(|s| s.is_some_and(|s| s.connected)),
+            Transport::JsSocket(core) => core.connected(),
+        }
     }
 
     #[napi(getter)]
     pub fn migration_id(&self) -> Option<String> {
-        self.read(|core| core.migration_id().map(str::to_owned))
+        match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native { shown, .. } => {
+                shown.read(|s| s.and_then(|s| s.migration_id.clone()))
+            }
+            Transport::JsSocket(core) => core.migration_id().map(str::to_owned),
+        }
     }
 
     /// No socket will ever be opened again (closed, or replaced by a newer connection).
     #[napi(getter)]
     pub fn finished(&self) -> bool {
-        self.read(|core| core.is_finished())
+        match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native { client, .. } => client.read(|core| core.is_finished()),
+            Transport::JsSocket(core) => core.is_finished(),
+        }
     }
 
     #[napi]
@@ -278,68 +322,69 @@ impl Client {
     pub fn close(&mut self) -> Vec<JsAction> {
         let actions = self.apply(|core| core.close());
         #[cfg(not(target_family = "wasm"))]
-        if let Transport::Native(native) = &self.transport {
-            native.wake();
+        if let Transport::Native { client, .. } = &self.transport {
+            client.wake();
         }
         actions
     }
 
-    /// `onGetState` for `migration_id` ended with `outcome` (`STATE_*`); `text` is the JSON,
-    /// the reason or the printed exception.
+    // ── how onGetState ended, for `migration_id` ────────────────────────
+
     #[napi]
-    pub fn state_settled(
-        &mut self,
-        migration_id: String,
-        outcome: u32,
-        text: Option<String>,
-    ) -> Result<Vec<JsAction>> {
-        let text = text.unwrap_or_default();
-        let outcome = match outcome {
-            STATE_MISSING => StateOutcome::Missing,
-            STATE_VALUE => StateOutcome::Value(text),
-            STATE_NOT_JSON => StateOutcome::NotJson(text),
-            STATE_REFUSED => StateOutcome::Refused(text),
-            STATE_THREW => StateOutcome::Threw(Some(text)),
-            STATE_UNPRINTABLE => StateOutcome::Threw(None),
-            other => {
-                return Err(Error::from_reason(format!(
-                    "unknown onGetState outcome {other}"
-                )))
-            }
-        };
-        Ok(self.apply(|core| core.on_state_settled(&migration_id, outcome)))
+    pub fn state_missing(&mut self, migration_id: String) -> Vec<JsAction> {
+        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::Missing))
     }
 
-    /// Another handler (`HANDLER_*`) for `migration_id` ended with `outcome` (`SETTLED_*`).
+    /// It returned (or resolved to) a value; `json` is `JSON.stringify`'s text of it.
     #[napi]
-    pub fn handler_settled(
+    pub fn state_value(&mut self, migration_id: String, json: String) -> Vec<JsAction> {
+        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::Value(json)))
+    }
+
+    /// `JSON.stringify` refused its value, saying `why`.
+    #[napi]
+    pub fn state_not_json(&mut self, migration_id: String, why: String) -> Vec<JsAction> {
+        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::NotJson(why)))
+    }
+
+    #[napi]
+    pub fn state_refused(&mut self, migration_id: String, reason: String) -> Vec<JsAction> {
+        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::Refused(reason)))
+    }
+
+    /// It threw; `printed` is `String(thrown)`, absent when even that threw.
+    #[napi]
+    pub fn state_threw(&mut self, migration_id: String, printed: Option<String>) -> Vec<JsAction> {
+        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::Threw(printed)))
+    }
+
+    // ── how another handler ended: `handler` is the call's own ──────────
+
+    #[napi]
+    pub fn handler_done(&mut self, handler: u32, migration_id: String) -> Result<Vec<JsAction>> {
+        self.settle(handler, migration_id, HandlerOutcome::Done)
+    }
+
+    #[napi]
+    pub fn handler_missing(&mut self, handler: u32, migration_id: String) -> Result<Vec<JsAction>> {
+        self.settle(handler, migration_id, HandlerOutcome::Missing)
+    }
+
+    #[napi]
+    pub fn handler_threw(
         &mut self,
         handler: u32,
         migration_id: String,
-        outcome: u32,
-        thrown: Option<String>,
+        printed: String,
     ) -> Result<Vec<JsAction>> {
-        let Some(handler) = handler_kind(handler) else {
-            return Err(Error::from_reason(format!("unknown handler {handler}")));
-        };
-        let outcome = match outcome {
-            SETTLED_MISSING => HandlerOutcome::Missing,
-            SETTLED_DONE => HandlerOutcome::Done,
-            SETTLED_THREW => HandlerOutcome::Threw(thrown.unwrap_or_default()),
-            other => {
-                return Err(Error::from_reason(format!(
-                    "unknown handler outcome {other}"
-                )))
-            }
-        };
-        Ok(self.apply(|core| core.on_handler_settled(handler, &migration_id, outcome)))
+        self.settle(handler, migration_id, HandlerOutcome::Threw(printed))
     }
 
-    // ── events of a JavaScript socket ────────────────────────────────────
+    // ── events of a JavaScript socket; `now_ms` is the glue's clock ──────
 
     #[napi]
-    pub fn socket_opened(&mut self) -> Vec<JsAction> {
-        self.apply(|core| core.on_open())
+    pub fn socket_opened(&mut self, now_ms: f64) -> Vec<JsAction> {
+        self.apply(|core| core.on_open(now_ms))
     }
 
     #[napi]
@@ -363,53 +408,42 @@ impl Client {
         self.apply(|core| core.on_error())
     }
 
+    /// `send(text)` of a `Send` action threw `error`.
     #[napi]
-    pub fn socket_send_failed(
-        &mut self,
-        type_name: String,
-        text: String,
-        is_report: bool,
-        error: String,
-    ) -> Vec<JsAction> {
-        let frame = Outbound {
-            type_name: static_type_name(&type_name),
-            text,
-            is_report,
-        };
-        self.apply(|core| core.on_send_failed(frame, &error))
+    pub fn socket_send_failed(&mut self, text: String, error: String) -> Vec<JsAction> {
+        self.apply(|core| core.on_send_text_failed(text, &error))
     }
 
+    /// The timer a `StartTimer` action armed fired.
     #[napi]
-    pub fn timer_fired(&mut self) -> Vec<JsAction> {
-        self.apply(|core| core.on_timer())
+    pub fn timer_fired(&mut self, timer: u32, now_ms: f64) -> Result<Vec<JsAction>> {
+        let timer = usize::try_from(timer)
+            .ok()
+            .and_then(|i| Timer::ALL.get(i).copied())
+            .ok_or_else(|| Error::from_reason(format!("unknown timer {timer}")))?;
+        Ok(self.apply(|core| core.on_timer(timer, now_ms)))
     }
 }
 
 impl Client {
-    fn read<R>(&self, f: impl FnOnce(&Protocol) -> R) -> R {
-        match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
-            Transport::Native(native) => native.read(f),
-            Transport::JsSocket(core) => f(core),
-        }
+    fn apply(&mut self, f: impl FnOnce(&mut Protocol)) -> Vec<JsAction> {
+        self.run(f).1
     }
 
     fn run<R>(&mut self, f: impl FnOnce(&mut Protocol) -> R) -> (R, Vec<JsAction>) {
         match &mut self.transport {
             #[cfg(not(target_family = "wasm"))]
-            Transport::Native(native) => {
-                let (result, work) = native.with_core(f);
-                (result, work_to_js(work))
+            Transport::Native { client, shown } => {
+                let (result, work) = client.with_core(f);
+                // JavaScript is now up to date with what it just did.
+                shown.adopt(work.status);
+                (result, work.actions.into_iter().filter_map(to_js).collect())
             }
             Transport::JsSocket(core) => {
                 let result = f(core);
-                (result, core.drain_actions().map(to_js).collect())
+                (result, core.drain_actions().filter_map(to_js).collect())
             }
         }
-    }
-
-    fn apply(&mut self, f: impl FnOnce(&mut Protocol)) -> Vec<JsAction> {
-        self.run(f).1
     }
 
     fn report(
@@ -418,112 +452,90 @@ impl Client {
     ) -> Vec<JsAction> {
         match self.run(f) {
             (Ok(()), actions) => actions,
-            (Err(TooLarge { bytes }), _) => {
-                vec![action(OP_TOO_LARGE, None, None, Some(bytes as f64))]
-            }
+            (Err(TooLarge { bytes }), _) => vec![JsAction::TooLarge {
+                bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+            }],
         }
     }
-}
 
-fn action(op: u32, a: Option<String>, b: Option<String>, n: Option<f64>) -> JsAction {
-    JsAction {
-        op,
-        a,
-        b,
-        n,
-        m: None,
+    fn settle(
+        &mut self,
+        handler: u32,
+        migration_id: String,
+        outcome: HandlerOutcome,
+    ) -> Result<Vec<JsAction>> {
+        let handler = usize::try_from(handler)
+            .ok()
+            .and_then(|i| HandlerKind::ALL.get(i).copied())
+            .ok_or_else(|| Error::from_reason(format!("unknown handler {handler}")))?;
+        Ok(self.apply(|core| core.on_handler_settled(handler, &migration_id, outcome)))
     }
 }
 
-#[cfg(not(target_family = "wasm"))]
-fn work_to_js(work: JsWork) -> Vec<JsAction> {
-    let status = work.status.map(|s| JsAction {
-        op: OP_STATUS,
-        a: Some(s.role.as_str().to_owned()),
-        b: s.migration_id,
-        n: Some(if s.connected { 1.0 } else { 0.0 }),
-        m: Some(s.seq as f64),
-    });
-    status
-        .into_iter()
-        .chain(work.actions.into_iter().map(to_js))
-        .collect()
-}
-
-fn to_js(action_: Action) -> JsAction {
-    match action_ {
-        Action::Log(line) => action(OP_LOG, Some(line), None, None),
+/// The action for the glue; none for a ping, which only the native transport sends (the core
+/// pings only with the heartbeat on, which a JavaScript socket never has).
+fn to_js(action: Action) -> Option<JsAction> {
+    Some(match action {
+        Action::Log(line) => JsAction::Log { line },
         Action::Call(call) => {
-            let (kind, a, b) = match call {
-                Call::GetState { migration_id } => (HANDLER_GET_STATE, None, Some(migration_id)),
+            let handler = call.handler().index() as u32;
+            match call {
+                Call::GetState { migration_id } => JsAction::GetState {
+                    handler,
+                    migration_id,
+                },
                 Call::InitialState {
                     payload,
                     migration_id,
-                } => (HANDLER_INITIAL_STATE, Some(payload), Some(migration_id)),
+                } => JsAction::InitialState {
+                    handler,
+                    payload,
+                    migration_id,
+                },
                 Call::CutoverReady {
                     payload,
                     migration_id,
-                } => (HANDLER_CUTOVER_READY, Some(payload), Some(migration_id)),
+                } => JsAction::CutoverReady {
+                    handler,
+                    payload,
+                    migration_id,
+                },
                 Call::CutoverApply {
                     payload,
                     migration_id,
-                } => (HANDLER_CUTOVER_APPLY, Some(payload), Some(migration_id)),
+                } => JsAction::CutoverApply {
+                    handler,
+                    payload,
+                    migration_id,
+                },
                 Call::Abort {
                     reason,
                     migration_id,
-                } => (HANDLER_ABORT, Some(reason), Some(migration_id)),
-                Call::Connected { role, migration_id } => (
-                    HANDLER_CONNECTED,
-                    Some(role.as_str().to_owned()),
+                } => JsAction::Abort {
+                    handler,
+                    reason,
                     migration_id,
-                ),
-            };
-            action(OP_CALL, a, b, Some(f64::from(kind)))
+                },
+                Call::Connected { role, migration_id } => JsAction::Connected {
+                    handler,
+                    role: role.as_str().to_owned(),
+                    migration_id,
+                },
+            }
         }
-        Action::Open => action(OP_OPEN, None, None, None),
-        Action::Send(out) => action(
-            OP_SEND,
-            Some(out.text),
-            Some(out.type_name.to_owned()),
-            Some(if out.is_report { 1.0 } else { 0.0 }),
-        ),
-        Action::Close { code, reason } => action(
-            OP_CLOSE,
-            reason.map(str::to_owned),
-            None,
-            code.map(f64::from),
-        ),
-        Action::StartTimer { delay_ms } => action(OP_START_TIMER, None, None, Some(delay_ms)),
-        Action::CancelTimer => action(OP_CANCEL_TIMER, None, None, None),
-    }
-}
-
-fn handler_kind(n: u32) -> Option<HandlerKind> {
-    Some(match n {
-        HANDLER_GET_STATE => HandlerKind::GetState,
-        HANDLER_INITIAL_STATE => HandlerKind::InitialState,
-        HANDLER_CUTOVER_READY => HandlerKind::CutoverReady,
-        HANDLER_CUTOVER_APPLY => HandlerKind::CutoverApply,
-        HANDLER_ABORT => HandlerKind::Abort,
-        HANDLER_CONNECTED => HandlerKind::Connected,
-        _ => return None,
+        Action::Open => JsAction::Open,
+        Action::Send(out) => JsAction::Send { text: out.text },
+        Action::Close { code, reason } => JsAction::Close {
+            code: code.map(u32::from),
+            reason: reason.map(str::to_owned),
+        },
+        Action::StartTimer { timer, delay_ms } => JsAction::StartTimer {
+            timer: timer.index() as u32,
+            delay_ms,
+        },
+        Action::CancelTimer(timer) => JsAction::CancelTimer {
+            timer: timer.index() as u32,
+        },
+        Action::Ping => return None,
     })
-}
-
-/// The frame type a failed send names, as the core's own static name.
-fn static_type_name(name: &str) -> &'static str {
-    const TYPES: [&str; 7] = [
-        "hello",
-        "state",
-        "state-refused",
-        "target-ready",
-        "source-stopped-output",
-        "target-applied",
-        "abort",
-    ];
-    TYPES
-        .iter()
-        .find(|t| **t == name)
-        .copied()
-        .unwrap_or("frame")
 }

@@ -1,17 +1,22 @@
 //! The native transport: a tokio-tungstenite socket per client, driven on one runtime thread
 //! shared by every client in the process, so the socket lives on while the product's JavaScript
 //! thread is busy. The protocol core sits behind a mutex: the runtime thread feeds it socket
-//! events, the JavaScript thread feeds it the product's calls, and both route what it asks for
-//! through one ordered control queue to the connection task.
+//! events, the JavaScript thread feeds it the product's calls. What the core asks for goes
+//! through one ordered control queue to the connection task, except a frame the JavaScript
+//! thread can write itself: with nothing queued ahead of it, the product's answer is written on
+//! the socket there and then, without waking the runtime thread.
 
 use crate::tls::tls_config;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
-use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
+use ctl_migration_core::protocol::{
+    Action, Outbound, Protocol, Role, Timer, CLOSE_HANDSHAKE_LIMIT_MS,
+};
 use ctl_migration_runtime::{discard_until_closed, runtime};
-use futures_util::{SinkExt, StreamExt};
-use std::future::Future;
+use futures_util::{Sink, StreamExt};
+use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -26,21 +31,20 @@ use tokio_tungstenite::{
 /// The runtime thread's name, which the smoke suite and the tests count threads by.
 const RUNTIME_THREAD: &str = "ctl-migration";
 
-/// How long one write may wait for a worker that stopped reading, when no heartbeat sets it.
-const DEFAULT_WRITE_LIMIT: Duration = Duration::from_secs(30);
-
-/// How long a closing client waits for the worker to answer its close frame.
-const CLOSE_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
-
 /// Work the connection task does on behalf of the core, in the order the core asked for it.
 #[derive(Debug)]
 enum Control {
     Open,
     /// A frame for the connection of this generation; a later connection never sends it.
     Send(Outbound, u64),
+    /// The JavaScript thread wrote this frame into the socket but could not flush it all.
+    Flush(Outbound, u64),
+    /// Writing this frame on the JavaScript thread failed.
+    Failed(Outbound, u64, String),
     Close(Option<u16>, Option<&'static str>),
-    StartTimer(f64),
-    CancelTimer,
+    StartTimer(Timer, f64),
+    CancelTimer(Timer),
+    Ping,
     /// Look at the core again: it may have finished.
     Wake,
 }
@@ -71,8 +75,16 @@ pub trait JsSink: Send + Sync + 'static {
     fn deliver(&self, work: JsWork);
 }
 
+/// The open socket, shared: the runtime thread reads it and writes what it is asked to; the
+/// JavaScript thread writes on it directly (see [`route`]). Each locks it for one poll at a time.
+type Wire = Arc<Mutex<Option<Socket>>>;
+
 struct State<S> {
     core: Protocol,
+    wire: Wire,
+    /// Frames on the control queue the connection task has not put into the socket yet: while
+    /// there are any, a frame from the JavaScript thread queues behind them, to keep the order.
+    queued_sends: usize,
     /// Counts connections, so frames queued for a dead one are recognised.
     generation: u64,
     control: mpsc::UnboundedSender<Control>,
@@ -80,15 +92,6 @@ struct State<S> {
     js: Option<Arc<S>>,
     /// The last state handed to JavaScript.
     status: Status,
-}
-
-/// The native transport's own clocks (the core has none).
-#[derive(Debug, Clone, Copy)]
-pub struct NativeTimers {
-    /// Ping this often; a connection silent for twice as long is dead.
-    pub heartbeat: Option<Duration>,
-    /// TCP connect, upgrade and hello-ack must all happen within this.
-    pub connect_timeout: Option<Duration>,
 }
 
 pub struct NativeClient<S: JsSink> {
@@ -106,11 +109,14 @@ impl<S: JsSink> Clone for NativeClient<S> {
 impl<S: JsSink> NativeClient<S> {
     /// Starts the connection task on the shared runtime thread; it connects once the core asks
     /// (`Protocol::start`).
-    pub fn start(core: Protocol, url: String, timers: NativeTimers, js: S) -> Result<Self, String> {
+    pub fn start(core: Protocol, url: String, js: S) -> Result<Self, String> {
         let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
+        let wire: Wire = Arc::new(Mutex::new(None));
         let state = Arc::new(Mutex::new(State {
             core,
+            wire: wire.clone(),
+            queued_sends: 0,
             generation: 0,
             control,
             js: Some(Arc::new(js)),
@@ -121,16 +127,17 @@ impl<S: JsSink> NativeClient<S> {
                 connected: false,
             },
         }));
-        runtime.spawn(drive(state.clone(), rx, url, timers));
+        runtime.spawn(drive(state.clone(), wire, rx, url));
         Ok(NativeClient { state })
     }
 
-    /// Runs `f` on the core and routes the actions it queued: socket work to the connection
-    /// task, the rest back to the caller (the JavaScript thread, which carries it out at once).
+    /// Runs `f` on the core for the JavaScript thread and routes the actions it queued: frames
+    /// onto the socket where they can go at once, other socket work to the connection task, the
+    /// rest back to the caller, which carries it out at once.
     pub fn with_core<R>(&self, f: impl FnOnce(&mut Protocol) -> R) -> (R, JsWork) {
         let mut state = lock(&self.state);
         let result = f(&mut state.core);
-        let js = route(&mut state);
+        let js = route(&mut state, Caller::JavaScript);
         (result, js)
     }
 
@@ -152,26 +159,88 @@ impl<S: JsSink> NativeClient<S> {
     }
 }
 
-fn lock<S>(state: &Mutex<State<S>>) -> MutexGuard<'_, State<S>> {
-    // A panic while holding the lock cannot leave the core half-updated in a way that matters
-    // more than stopping would; keep going with its state.
-    state
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the core or the socket half-updated in a way
+    // that matters more than stopping would; keep going with its state.
+    mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Moves the core's queued actions out: socket work onto the control queue, JavaScript work
-/// (with the state, if it changed) into the returned list.
-fn route<S>(state: &mut State<S>) -> JsWork {
+/// Which thread is routing the core's actions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    JavaScript,
+    Runtime,
+}
+
+/// What became of a frame the JavaScript thread tried to write itself.
+enum Written {
+    /// On the wire, or in the kernel's buffer.
+    Sent,
+    /// In the socket's own buffer; the connection task must flush the rest.
+    Unflushed,
+    Failed(String),
+    /// Not attempted (the socket is busy on the other thread, or not writable now): queue it.
+    Busy,
+}
+
+/// Writes `out` on the socket from the JavaScript thread without waiting for anything.
+fn write_now(wire: &Mutex<Option<Socket>>, out: &Outbound) -> Written {
+    let Ok(mut slot) = wire.try_lock() else {
+        return Written::Busy;
+    };
+    let Some(ws) = slot.as_mut() else {
+        return Written::Busy;
+    };
+    // Polled once, never awaited: whatever would wait goes to the connection task, which polls
+    // again with its own waker.
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut ws = Pin::new(ws);
+    match ws.as_mut().poll_ready(&mut cx) {
+        Poll::Ready(Ok(())) => {}
+        Poll::Ready(Err(e)) => return Written::Failed(e.to_string()),
+        Poll::Pending => return Written::Busy,
+    }
+    if let Err(e) = ws.as_mut().start_send(Message::text(out.text.clone())) {
+        return Written::Failed(e.to_string());
+    }
+    match ws.poll_flush(&mut cx) {
+        Poll::Ready(Ok(())) => Written::Sent,
+        Poll::Ready(Err(e)) => Written::Failed(e.to_string()),
+        Poll::Pending => Written::Unflushed,
+    }
+}
+
+/// Moves the core's queued actions out: frames onto the socket (from the JavaScript thread,
+/// when nothing is queued ahead of them), other socket work onto the control queue, JavaScript
+/// work (with the state, if it changed) into the returned list.
+fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
     let mut js = Vec::new();
     let generation = state.generation;
     while let Some(action) = state.core.poll_action() {
         let control = match action {
             Action::Open => Control::Open,
-            Action::Send(out) => Control::Send(out, generation),
+            Action::Send(out) => {
+                let direct = caller == Caller::JavaScript && state.queued_sends == 0;
+                match if direct {
+                    write_now(&state.wire, &out)
+                } else {
+                    Written::Busy
+                } {
+                    Written::Sent => continue,
+                    Written::Unflushed => Control::Flush(out, generation),
+                    Written::Failed(error) => Control::Failed(out, generation, error),
+                    Written::Busy => {
+                        state.queued_sends += 1;
+                        Control::Send(out, generation)
+                    }
+                }
+            }
             Action::Close { code, reason } => Control::Close(code, reason),
-            Action::StartTimer { delay_ms } => Control::StartTimer(delay_ms),
-            Action::CancelTimer => Control::CancelTimer,
+            Action::StartTimer { timer, delay_ms } => Control::StartTimer(timer, delay_ms),
+            Action::CancelTimer(timer) => Control::CancelTimer(timer),
+            Action::Ping => Control::Ping,
             other @ (Action::Call(_) | Action::Log(_)) => {
                 js.push(other);
                 continue;
@@ -199,14 +268,13 @@ fn route<S>(state: &mut State<S>) -> JsWork {
     }
 }
 
-/// Feeds the core from the runtime thread and hands the JavaScript work to the sink. Returns
-/// whether the client is connected (hello-acked) afterwards.
-fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) -> bool {
-    let (work, sink, connected) = {
+/// Feeds the core from the runtime thread and hands the JavaScript work to the sink.
+fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) {
+    let (work, sink) = {
         let mut state = lock(state);
         f(&mut state.core);
-        let work = route(&mut state);
-        (work, state.js.clone(), state.core.connected())
+        let work = route(&mut state, Caller::Runtime);
+        (work, state.js.clone())
     };
     // Delivered after the lock is released: waking the JavaScript thread takes Node's own lock,
     // and a JavaScript thread that wakes up and calls in must not find ours held. Only this
@@ -216,7 +284,6 @@ fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) -> bo
             sink.deliver(work);
         }
     }
-    connected
 }
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -244,26 +311,20 @@ async fn connect(url: String) -> Result<Socket, String> {
 
 type Connecting = Pin<Box<dyn Future<Output = Result<Socket, String>> + Send>>;
 
-/// The connection task: one per client, for its whole life.
+/// The connection task: one per client, for its whole life. It carries out the core's socket
+/// work and runs the core's timers; every rule about when is the core's.
 async fn drive<S: JsSink>(
     state: Arc<Mutex<State<S>>>,
+    wire: Wire,
     mut control: mpsc::UnboundedReceiver<Control>,
     url: String,
-    timers: NativeTimers,
 ) {
-    let mut socket: Option<Socket> = None;
     let mut connecting: Option<Connecting> = None;
-    let mut reconnect: Option<Timer> = None;
-    // Until the hello-ack: the whole attempt's deadline.
-    let mut attempt_deadline: Option<Timer> = None;
-    // While a socket is open: when to ping next, and when silence means death.
-    let mut next_ping: Option<Timer> = None;
-    let mut silence_deadline: Option<Timer> = None;
-    let heartbeat = timers.heartbeat;
-    let silence = heartbeat.map(|h| h * 2);
-    // A peer that stops reading must not hold the task (and with it close()) for ever, even
-    // with the heartbeat off.
-    let write_limit = silence.unwrap_or(DEFAULT_WRITE_LIMIT);
+    // One clock per core timer, by `Timer::index`.
+    let mut timers: [Option<Sleep>; 4] = Default::default();
+    let epoch = Instant::now();
+    let now_ms = move || epoch.elapsed().as_secs_f64() * 1000.0;
+    let write_limit = delay(lock(&state).core.write_limit_ms());
     let mut generation = 0u64;
 
     loop {
@@ -272,31 +333,59 @@ async fn drive<S: JsSink>(
                 let Some(ctl) = ctl else { break };
                 match ctl {
                     Control::Open => {
-                        socket = None;
+                        *lock(&wire) = None;
                         connecting = Some(Box::pin(connect(url.clone())));
-                        attempt_deadline = timers.connect_timeout.map(timer);
                     }
                     Control::Send(out, for_generation) => {
-                        let live = socket.as_mut().filter(|_| for_generation == generation);
-                        let result = match live {
-                            Some(ws) => write(ws, Message::text(out.text.clone()), write_limit).await,
-                            None => Err("the connection it was meant for has ended".to_owned()),
+                        let taken = || lock(&state).queued_sends -= 1;
+                        let result = if for_generation == generation {
+                            send(&wire, Message::text(out.text.clone()), write_limit, taken).await
+                        } else {
+                            taken();
+                            Err("the connection it was meant for has ended".to_owned())
                         };
                         if let Err(error) = result {
-                            end_connection(&state, &mut socket, &mut generation);
+                            end_connection(&state, &wire, &mut generation);
                             feed(&state, |core| core.on_send_failed(out, &error));
+                        }
+                    }
+                    Control::Flush(out, for_generation) => {
+                        let result = if for_generation == generation && lock(&wire).is_some() {
+                            within(write_limit, on_socket(&wire, |ws, cx| Pin::new(ws).poll_flush(cx))).await
+                        } else {
+                            Err("the connection it was meant for has ended".to_owned())
+                        };
+                        if let Err(error) = result {
+                            end_connection(&state, &wire, &mut generation);
+                            feed(&state, |core| core.on_send_failed(out, &error));
+                        }
+                    }
+                    Control::Failed(out, for_generation, error) => {
+                        if for_generation == generation {
+                            end_connection(&state, &wire, &mut generation);
+                        }
+                        feed(&state, |core| core.on_send_failed(out, &error));
+                    }
+                    Control::Ping => {
+                        if lock(&wire).is_some() {
+                            if let Err(error) = send(&wire, Message::Ping(Default::default()), write_limit, || {}).await {
+                                end_connection(&state, &wire, &mut generation);
+                                feed(&state, |core| core.on_stalled(&format!("ping failed: {error}")));
+                            }
                         }
                     }
                     Control::Close(code, reason) => {
                         connecting = None;
-                        attempt_deadline = None;
-                        if let Some(mut ws) = socket.take() {
+                        // With a code it is the product's close: tell the worker. Without, the
+                        // core gave up on the socket (it stalled or broke): just drop it.
+                        let taken = lock(&wire).take();
+                        if let (Some(mut ws), Some(_)) = (taken, code) {
                             close_socket(&mut ws, code, reason).await;
                         }
-                        end_connection(&state, &mut socket, &mut generation);
+                        end_connection(&state, &wire, &mut generation);
                     }
-                    Control::StartTimer(delay_ms) => reconnect = Some(timer(delay(delay_ms))),
-                    Control::CancelTimer => reconnect = None,
+                    Control::StartTimer(timer, delay_ms) => timers[timer.index()] = Some(Box::pin(tokio::time::sleep(delay(delay_ms)))),
+                    Control::CancelTimer(timer) => timers[timer.index()] = None,
                     Control::Wake => {}
                 }
             }
@@ -304,110 +393,111 @@ async fn drive<S: JsSink>(
                 connecting = None;
                 match result {
                     Ok(ws) => {
-                        socket = Some(ws);
-                        next_ping = heartbeat.map(timer);
-                        silence_deadline = silence.map(timer);
-                        feed(&state, |core| core.on_open());
+                        *lock(&wire) = Some(ws);
+                        feed(&state, |core| core.on_open(now_ms()));
                     }
                     Err(error) => {
-                        attempt_deadline = None;
                         feed(&state, |core| core.on_open_failed(&error));
                     }
                 }
             }
-            msg = next_message(&mut socket) => {
-                if let (Some(deadline), Some(window)) = (silence_deadline.as_mut(), silence) {
-                    deadline.as_mut().reset(Instant::now() + window);
-                }
-                let connected = match msg {
-                    Some(Ok(Message::Text(text))) => feed(&state, |core| core.on_frame(text.as_str())),
+            msg = on_socket(&wire, |ws, cx| ws.poll_next_unpin(cx)) => {
+                let now = now_ms();
+                match msg {
+                    Some(Ok(Message::Text(text))) => feed(&state, |core| {
+                        core.on_traffic(now);
+                        core.on_frame(text.as_str());
+                    }),
                     Some(Ok(Message::Binary(bytes))) => {
                         // D12: a binary frame is text in UTF-8, as Buffer's toString reads it.
                         let text = String::from_utf8_lossy(&bytes).into_owned();
-                        feed(&state, |core| core.on_frame(&text))
+                        feed(&state, |core| {
+                            core.on_traffic(now);
+                            core.on_frame(&text);
+                        })
                     }
                     Some(Ok(Message::Close(frame))) => {
                         // tungstenite queued the close reply; flush it so the worker sees a
                         // clean close rather than 1006.
-                        if let Some(ws) = socket.as_mut() {
-                            let _ = ws.flush().await;
+                        if lock(&wire).is_some() {
+                            let _ = within(write_limit, on_socket(&wire, |ws, cx| Pin::new(ws).poll_flush(cx))).await;
                         }
                         let (code, reason) = match frame {
                             Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
                             None => (1005, String::new()),
                         };
-                        end_connection(&state, &mut socket, &mut generation);
+                        end_connection(&state, &wire, &mut generation);
                         feed(&state, |core| core.on_closed(code, &reason))
                     }
-                    // Pings are answered by tungstenite itself; pongs only prove life.
-                    Some(Ok(_)) => false,
+                    // Pings are answered by tungstenite itself; pings and pongs prove life.
+                    Some(Ok(_)) => feed(&state, |core| core.on_traffic(now)),
                     Some(Err(error)) => {
                         // A peer that broke the protocol is told why before the socket goes.
-                        if let (Some(ws), Some((code, reason))) = (socket.as_mut(), close_for(&error)) {
-                            close_unreadable(ws, code, reason).await;
+                        let taken = lock(&wire).take();
+                        if let (Some(mut ws), Some((code, reason))) = (taken, close_for(&error)) {
+                            close_unreadable(&mut ws, code, reason).await;
                         }
-                        end_connection(&state, &mut socket, &mut generation);
+                        end_connection(&state, &wire, &mut generation);
                         feed(&state, |core| core.on_error())
                     }
                     None => {
-                        end_connection(&state, &mut socket, &mut generation);
+                        end_connection(&state, &wire, &mut generation);
                         feed(&state, |core| core.on_error())
                     }
-                };
-                if connected {
-                    attempt_deadline = None;
                 }
             }
-            () = until_fired(&mut reconnect) => {
-                reconnect = None;
-                feed(&state, |core| core.on_timer());
-            }
-            () = until_fired(&mut next_ping) => {
-                next_ping = heartbeat.map(timer);
-                if let Some(ws) = socket.as_mut() {
-                    if let Err(error) = write(ws, Message::Ping(Default::default()), write_limit).await {
-                        end_connection(&state, &mut socket, &mut generation);
-                        feed(&state, |core| core.on_stalled(&format!("ping failed: {error}")));
-                    }
-                }
-            }
-            () = until_fired(&mut silence_deadline) => {
-                let window = silence.map_or(0, |w| w.as_millis());
-                end_connection(&state, &mut socket, &mut generation);
-                feed(&state, |core| core.on_stalled(&format!("no frame or pong from the worker for {window} ms")));
-            }
-            () = until_fired(&mut attempt_deadline) => {
-                let limit = timers.connect_timeout.map_or(0, |t| t.as_millis());
-                connecting = None;
-                end_connection(&state, &mut socket, &mut generation);
-                feed(&state, |core| core.on_stalled(&format!("no hello-ack within {limit} ms of connecting")));
+            timer = fired(&mut timers) => {
+                let now = now_ms();
+                feed(&state, |core| core.on_timer(timer, now));
             }
         }
 
-        if socket.is_none() {
-            next_ping = None;
-            silence_deadline = None;
-            if connecting.is_none() {
-                attempt_deadline = None;
-                if lock(&state).core.is_finished() {
-                    break;
-                }
-            }
+        if connecting.is_none() && lock(&wire).is_none() && lock(&state).core.is_finished() {
+            break;
         }
     }
     // Nothing more will reach JavaScript: let the process exit if it has nothing else to do.
     lock(&state).js = None;
 }
 
-type Timer = Pin<Box<tokio::time::Sleep>>;
+type Sleep = Pin<Box<tokio::time::Sleep>>;
 
-fn timer(after: Duration) -> Timer {
-    Box::pin(tokio::time::sleep(after))
+/// The first of the running timers to fire, which stops running.
+async fn fired(timers: &mut [Option<Sleep>; 4]) -> Timer {
+    poll_fn(|cx| {
+        for timer in Timer::ALL {
+            let slot = &mut timers[timer.index()];
+            if let Some(sleep) = slot {
+                if sleep.as_mut().poll(cx).is_ready() {
+                    *slot = None;
+                    return Poll::Ready(timer);
+                }
+            }
+        }
+        Poll::Pending
+    })
+    .await
 }
 
-/// Sends one message; a peer that stops reading cannot hold the task longer than `limit`.
-async fn write(ws: &mut Socket, msg: Message, limit: Duration) -> Result<(), String> {
-    match tokio::time::timeout(limit, ws.send(msg)).await {
+/// Polls `f` on the open socket, holding it only for each poll; pending while there is none
+/// (only this task opens and drops it, and it polls afresh after doing so).
+async fn on_socket<R>(
+    wire: &Mutex<Option<Socket>>,
+    mut f: impl FnMut(&mut Socket, &mut Context<'_>) -> Poll<R>,
+) -> R {
+    poll_fn(|cx| match lock(wire).as_mut() {
+        Some(ws) => f(ws, cx),
+        None => Poll::Pending,
+    })
+    .await
+}
+
+/// A write that a peer which stops reading cannot make last longer than `limit`.
+async fn within<E: std::fmt::Display>(
+    limit: Duration,
+    write: impl Future<Output = Result<(), E>>,
+) -> Result<(), String> {
+    match tokio::time::timeout(limit, write).await {
         Ok(result) => result.map_err(|e| e.to_string()),
         Err(_) => Err(format!(
             "the worker took no data for {} ms",
@@ -416,23 +506,42 @@ async fn write(ws: &mut Socket, msg: Message, limit: Duration) -> Result<(), Str
     }
 }
 
+/// Sends one message on the open socket, bounded by `limit`; `taken` runs once the message is
+/// in the socket's buffer (or could not be), when a later frame may be written after it.
+async fn send(
+    wire: &Mutex<Option<Socket>>,
+    msg: Message,
+    limit: Duration,
+    taken: impl FnOnce(),
+) -> Result<(), String> {
+    if lock(wire).is_none() {
+        taken();
+        return Err("the connection it was meant for has ended".to_owned());
+    }
+    let mut taken = Some(taken);
+    let mut msg = Some(msg);
+    let result = within(limit, async {
+        on_socket(wire, |ws, cx| Pin::new(ws).poll_ready(cx)).await?;
+        let queued = match (lock(wire).as_mut(), msg.take()) {
+            (Some(ws), Some(msg)) => Pin::new(ws).start_send(msg),
+            _ => Err(WsError::AlreadyClosed),
+        };
+        if let Some(taken) = taken.take() {
+            taken();
+        }
+        queued?;
+        on_socket(wire, |ws, cx| Pin::new(ws).poll_flush(cx)).await
+    })
+    .await;
+    if let Some(taken) = taken.take() {
+        taken();
+    }
+    result
+}
+
 async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Socket, String> {
     match connecting {
         Some(attempt) => attempt.await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn next_message(socket: &mut Option<Socket>) -> Option<Result<Message, WsError>> {
-    match socket {
-        Some(ws) => ws.next().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn until_fired(timer: &mut Option<Timer>) {
-    match timer {
-        Some(sleep) => sleep.await,
         None => std::future::pending().await,
     }
 }
@@ -449,8 +558,8 @@ fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
 }
 
 /// Marks the current connection as gone, so frames queued for it are recognised as unsent.
-fn end_connection<S>(state: &Mutex<State<S>>, socket: &mut Option<Socket>, generation: &mut u64) {
-    *socket = None;
+fn end_connection<S>(state: &Mutex<State<S>>, wire: &Mutex<Option<Socket>>, generation: &mut u64) {
+    *lock(wire) = None;
     *generation += 1;
     lock(state).generation = *generation;
 }
@@ -462,7 +571,7 @@ async fn close_socket(ws: &mut Socket, code: Option<u16>, reason: Option<&'stati
     });
     // Send it and wait for the worker's reply, so it sees the code we sent; bounded, as a
     // peer that stopped reading must not hold the task.
-    let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, async {
+    let _ = tokio::time::timeout(delay(CLOSE_HANDSHAKE_LIMIT_MS), async {
         let _ = ws.close(frame).await;
         while let Some(Ok(_)) = ws.next().await {}
     })
@@ -478,12 +587,13 @@ async fn close_unreadable(ws: &mut Socket, code: u16, reason: &'static str) {
         code: CloseCode::from(code),
         reason: reason.into(),
     };
-    let _ = tokio::time::timeout(CLOSE_HANDSHAKE_TIMEOUT, ws.close(Some(frame))).await;
-    discard_until_closed(ws.get_mut(), CLOSE_HANDSHAKE_TIMEOUT).await;
+    let _ = tokio::time::timeout(delay(CLOSE_HANDSHAKE_LIMIT_MS), ws.close(Some(frame))).await;
+    discard_until_closed(ws.get_mut(), delay(CLOSE_HANDSHAKE_LIMIT_MS)).await;
 }
 
+/// The core's milliseconds as a tokio delay, as setTimeout reads them: anything not a positive
+/// finite number is (about) now. The one conversion in this transport.
 fn delay(ms: f64) -> Duration {
-    // setTimeout's reading: anything not a positive finite number is (about) now.
     if ms.is_finite() && ms > 0.0 {
         Duration::from_secs_f64(ms / 1000.0)
     } else {

@@ -1,23 +1,24 @@
-//! TLS for `wss://` workers: rustls with the platform's trust store plus the CAs a Node product
+//! TLS for `wss://` workers: rustls with a built-in trust store plus the CAs a Node product
 //! already names in `NODE_EXTRA_CA_CERTS`.
+//!
+//! The built-in store is the operating system's on Linux and Windows (rustls-native-certs) and
+//! the Mozilla roots compiled in on macOS (webpki-roots), which is what Node itself trusts by
+//! default; the keychain would need Security.framework, which a binary cross-linked without the
+//! macOS SDK cannot link (docs/platforms.md, "macOS").
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
 use std::sync::{Arc, OnceLock};
 
-/// The TLS client configuration: the platform's trust store plus the CAs in
+/// The TLS client configuration: the built-in trust store ([`builtin_roots`]) plus the CAs in
 /// `NODE_EXTRA_CA_CERTS` (the Node convention a product already uses), ring as the crypto
 /// provider (named explicitly: rustls panics when it has to guess), hostnames verified.
 pub fn tls_config() -> Result<Arc<ClientConfig>, String> {
     static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let mut roots = RootCertStore::empty();
-            for cert in rustls_native_certs::load_native_certs().certs {
-                // A platform certificate rustls cannot use is one fewer root, not a failure.
-                let _ = roots.add(cert);
-            }
+            let mut roots = builtin_roots();
             if let Some(path) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|p| !p.is_empty()) {
                 let shown = path.to_string_lossy().into_owned();
                 let pem = std::fs::read(&path)
@@ -39,4 +40,24 @@ pub fn tls_config() -> Result<Arc<ClientConfig>, String> {
             Ok(Arc::new(config))
         })
         .clone()
+}
+
+/// macOS: the Mozilla root program's CAs, compiled in (webpki-roots), as Node's own bundled
+/// store; not the keychain.
+#[cfg(target_os = "macos")]
+fn builtin_roots() -> RootCertStore {
+    RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    }
+}
+
+/// Linux and Windows: the operating system's trust store (rustls-native-certs).
+#[cfg(not(target_os = "macos"))]
+fn builtin_roots() -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    for cert in rustls_native_certs::load_native_certs().certs {
+        // A platform certificate rustls cannot use is one fewer root, not a failure.
+        let _ = roots.add(cert);
+    }
+    roots
 }

@@ -22,7 +22,7 @@ use ctl_migration_core::frames::{
     parse_worker_frame, AppliedSummary, FailedPart, JobFrame, WorkerFrame,
 };
 use ctl_migration_core::protocol::{
-    Action, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, TooLarge,
+    Action, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, Timer, TooLarge,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
@@ -123,6 +123,10 @@ enum Event {
     ReportApplied(Option<Vec<String>>, Option<f64>),
     Abort(String),
     Close,
+    /// One of the liveness timers (connect deadline, ping, silence) fires, if it runs.
+    Liveness(u8),
+    /// The socket carries something (a frame, a ping, a pong): the clock moves on by this.
+    Traffic(u8),
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -170,7 +174,10 @@ struct Model {
     pending_open: bool,
     sock: Option<Sock>,
     next_sock: u64,
-    timer_armed: bool,
+    /// When each running core timer is due, by `Timer::index`.
+    due: [Option<f64>; 4],
+    /// The transport's clock.
+    now: f64,
     /// Frames the core asked to send, with the socket they were for, not yet written.
     queue: VecDeque<(Outbound, u64)>,
     /// What the core should be holding.
@@ -195,6 +202,8 @@ impl Harness {
                 reconnect_max_ms: 100.0,
                 reconnect_jitter: 0.2,
                 seed: 1,
+                heartbeat_ms: 50.0,
+                connect_timeout_ms: 40.0,
             }),
             m: Model::default(),
         }
@@ -251,15 +260,36 @@ impl Harness {
                     self.m.sock = None;
                     self.m.pending_open = false;
                 }
-                Action::StartTimer { delay_ms } => {
-                    assert!(!self.m.closed, "a timer after close()");
-                    assert!(!self.m.replaced, "a timer after 4409");
-                    assert!(!self.m.timer_armed, "two reconnect timers");
+                Action::StartTimer { timer, delay_ms } => {
+                    assert!(!self.m.closed, "{timer:?} started after close()");
+                    assert!(
+                        !self.m.replaced || timer != Timer::Reconnect,
+                        "a reconnect timer after 4409"
+                    );
+                    assert!(self.m.due[timer.index()].is_none(), "{timer:?} started twice");
                     assert!(delay_ms.is_finite() && delay_ms >= 0.0, "delay {delay_ms}");
-                    self.m.timer_armed = true;
+                    if timer != Timer::Reconnect {
+                        assert!(
+                            self.m.sock.is_some() || self.m.pending_open,
+                            "{timer:?} with no socket or attempt"
+                        );
+                    }
+                    self.m.due[timer.index()] = Some(self.m.now + delay_ms);
                 }
-                Action::CancelTimer => self.m.timer_armed = false,
+                Action::CancelTimer(timer) => {
+                    assert!(self.m.due[timer.index()].is_some(), "{timer:?} cancelled but not running");
+                    self.m.due[timer.index()] = None;
+                }
+                Action::Ping => assert!(self.m.sock.is_some(), "a ping with no socket"),
                 Action::Call(_) | Action::Log(_) => {}
+            }
+        }
+        if self.m.closed {
+            assert_eq!(self.m.due, [None; 4], "a timer runs after close()");
+        }
+        if self.m.sock.is_none() && !self.m.pending_open {
+            for timer in [Timer::ConnectDeadline, Timer::Ping, Timer::Silence] {
+                assert!(self.m.due[timer.index()].is_none(), "{timer:?} outlived its socket");
             }
         }
         let acked = self.m.sock.as_ref().is_some_and(|s| s.acked);
@@ -279,6 +309,20 @@ impl Harness {
     fn end_socket(&mut self) -> Option<u64> {
         self.m.pending_open = false;
         self.m.sock.take().map(|s| s.id)
+    }
+
+    /// `timer` fires, if it runs, when it is due (the clock moves on to then).
+    fn fire(&mut self, timer: Timer) {
+        let Some(due) = self.m.due[timer.index()].take() else {
+            return;
+        };
+        self.fail_stale();
+        self.m.now = self.m.now.max(due);
+        if timer != Timer::Reconnect && self.m.sock.is_none() && !self.m.pending_open {
+            panic!("{timer:?} fired with no socket or attempt");
+        }
+        self.core.on_timer(timer, self.m.now);
+        self.actions();
     }
 
     fn fail_stale(&mut self) {
@@ -341,7 +385,7 @@ impl Harness {
                     id: self.m.next_sock,
                     ..Sock::default()
                 });
-                self.core.on_open();
+                self.core.on_open(self.m.now);
                 let sends = self.actions();
                 assert_eq!(
                     sends.iter().map(|s| s.type_name).collect::<Vec<_>>(),
@@ -434,9 +478,11 @@ impl Harness {
             Event::Closed(code) => self.closed(code),
             Event::ClosedWith(code) => self.closed(code.code()),
             Event::Error => {
-                if self.end_socket().is_none() {
+                // On an open socket or one still connecting (a refused connect is an error).
+                if self.m.sock.is_none() && !self.m.pending_open {
                     return;
                 }
+                self.end_socket();
                 self.core.on_error();
                 self.actions();
             }
@@ -466,14 +512,16 @@ impl Harness {
                 self.actions();
                 self.fail_stale();
             }
-            Event::Timer => {
-                if !self.m.timer_armed {
-                    return;
+            Event::Timer => self.fire(Timer::Reconnect),
+            Event::Liveness(k) => {
+                let timer = [Timer::ConnectDeadline, Timer::Ping, Timer::Silence][usize::from(k % 3)];
+                self.fire(timer);
+            }
+            Event::Traffic(ms) => {
+                self.m.now += f64::from(ms);
+                if self.m.sock.is_some() {
+                    self.core.on_traffic(self.m.now);
                 }
-                self.fail_stale();
-                self.m.timer_armed = false;
-                self.core.on_timer();
-                self.actions();
             }
             Event::StateSettled(id, settle) => {
                 let outcome = match settle {
@@ -565,7 +613,8 @@ impl Harness {
     }
 
     fn closed(&mut self, code: u16) {
-        if self.end_socket().is_none() {
+        // A close event needs an open socket; an attempt still connecting is left as it is.
+        if self.m.sock.is_none() || self.end_socket().is_none() {
             return;
         }
         self.core.on_closed(code, "");

@@ -30,20 +30,26 @@ export declare class Client {
   reportApplied(summary?: JsAppliedSummary | undefined | null): Array<JsAction>
   abort(reason: string): Array<JsAction>
   close(): Array<JsAction>
-  /**
-   * `onGetState` for `migration_id` ended with `outcome` (`STATE_*`); `text` is the JSON,
-   * the reason or the printed exception.
-   */
-  stateSettled(migrationId: string, outcome: number, text?: string | undefined | null): Array<JsAction>
-  /** Another handler (`HANDLER_*`) for `migration_id` ended with `outcome` (`SETTLED_*`). */
-  handlerSettled(handler: number, migrationId: string, outcome: number, thrown?: string | undefined | null): Array<JsAction>
-  socketOpened(): Array<JsAction>
+  stateMissing(migrationId: string): Array<JsAction>
+  /** It returned (or resolved to) a value; `json` is `JSON.stringify`'s text of it. */
+  stateValue(migrationId: string, json: string): Array<JsAction>
+  /** `JSON.stringify` refused its value, saying `why`. */
+  stateNotJson(migrationId: string, why: string): Array<JsAction>
+  stateRefused(migrationId: string, reason: string): Array<JsAction>
+  /** It threw; `printed` is `String(thrown)`, absent when even that threw. */
+  stateThrew(migrationId: string, printed?: string | undefined | null): Array<JsAction>
+  handlerDone(handler: number, migrationId: string): Array<JsAction>
+  handlerMissing(handler: number, migrationId: string): Array<JsAction>
+  handlerThrew(handler: number, migrationId: string, printed: string): Array<JsAction>
+  socketOpened(nowMs: number): Array<JsAction>
   socketOpenFailed(error: string): Array<JsAction>
   socketMessage(text: string): Array<JsAction>
   socketClosed(code: number, reason: string): Array<JsAction>
   socketErrored(): Array<JsAction>
-  socketSendFailed(typeName: string, text: string, isReport: boolean, error: string): Array<JsAction>
-  timerFired(): Array<JsAction>
+  /** `send(text)` of a `Send` action threw `error`. */
+  socketSendFailed(text: string, error: string): Array<JsAction>
+  /** The timer a `StartTimer` action armed fired. */
+  timerFired(timer: number, nowMs: number): Array<JsAction>
 }
 
 /** What `connectMigration` was given, resolved to values by the glue. */
@@ -54,31 +60,33 @@ export interface ClientOptions {
   reconnectMinMs: number
   reconnectMaxMs: number
   reconnectJitter: number
-  /** Native transport only; 0 disables. */
+  /** 0 disables. The native transport only: a WHATWG socket cannot ping. */
   heartbeatMs: number
-  /** Native transport only; 0 disables. */
+  /**
+   * 0 disables. The native transport only: with a JavaScript socket connecting is the
+   * socket's business, as with the JavaScript client.
+   */
   connectTimeoutMs: number
 }
 
-export declare const HANDLER_ABORT: number
-
-export declare const HANDLER_CONNECTED: number
-
-export declare const HANDLER_CUTOVER_APPLY: number
-
-export declare const HANDLER_CUTOVER_READY: number
-
-export declare const HANDLER_GET_STATE: number
-
-export declare const HANDLER_INITIAL_STATE: number
-
-export interface JsAction {
-  op: number
-  a?: string
-  b?: string
-  n?: number
-  m?: number
-}
+/**
+ * One thing the glue must do, in order. A handler call carries `handler`, which the glue
+ * hands back when the handler settles.
+ */
+export type JsAction =
+  | { kind: 'Log'; line: string }
+  | { kind: 'GetState'; handler: number; migrationId: string }
+  | { kind: 'InitialState'; handler: number; payload: string; migrationId: string }
+  | { kind: 'CutoverReady'; handler: number; payload: string; migrationId: string }
+  | { kind: 'CutoverApply'; handler: number; payload: string; migrationId: string }
+  | { kind: 'Abort'; handler: number; reason: string; migrationId: string }
+  | { kind: 'Connected'; handler: number; role: string; migrationId?: string }
+  | { kind: 'TooLarge'; bytes: number }
+  | { kind: 'Open' }
+  | { kind: 'Send'; text: string }
+  | { kind: 'Close'; code?: number; reason?: string }
+  | { kind: 'StartTimer'; timer: number; delayMs: number }
+  | { kind: 'CancelTimer'; timer: number }
 
 /** `reportApplied`'s summary, already checked by the glue. */
 export interface JsAppliedSummary {
@@ -91,51 +99,3 @@ export interface JsFailedPart {
   id: string
   reason: string
 }
-
-/** Call a handler: `n` is its kind (`HANDLER_*`), `a` its first argument, `b` the migration id. */
-export declare const OP_CALL: number
-
-export declare const OP_CANCEL_TIMER: number
-
-/** JavaScript socket only: `close(n, a)`, or `close()` when `n` is absent. */
-export declare const OP_CLOSE: number
-
-export declare const OP_LOG: number
-
-/** JavaScript socket only: construct a socket for the worker's URL. */
-export declare const OP_OPEN: number
-
-/** JavaScript socket only: `send(a)`; `b` is the frame's type, `n` 1 for a report. */
-export declare const OP_SEND: number
-
-/** JavaScript socket only: arm the reconnect timer for `n` ms. */
-export declare const OP_START_TIMER: number
-
-/**
- * Native transport only: the state JavaScript reads is now role `a`, migration `b`,
- * connected when `n` is 1, as of snapshot `m` (apply only if newer than the last applied).
- */
-export declare const OP_STATUS: number
-
-/** A report was over the frame cap: `n` is its size in bytes; nothing was sent. */
-export declare const OP_TOO_LARGE: number
-
-export declare const SETTLED_DONE: number
-
-/** Other handlers' outcomes for `handlerSettled`. */
-export declare const SETTLED_MISSING: number
-
-export declare const SETTLED_THREW: number
-
-/** `onGetState` outcomes for `stateSettled`. */
-export declare const STATE_MISSING: number
-
-export declare const STATE_NOT_JSON: number
-
-export declare const STATE_REFUSED: number
-
-export declare const STATE_THREW: number
-
-export declare const STATE_UNPRINTABLE: number
-
-export declare const STATE_VALUE: number

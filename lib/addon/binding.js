@@ -9,7 +9,7 @@
 // NAPI_RS_FORCE_WASI (napi-rs's own switch): `error` loads the WebAssembly build and nothing
 // native; `true` prefers it and falls back to native.
 
-const { PACKAGE, SUPPORTED, hostPlatform, runtimeName } = require('./platform.js')
+const { PACKAGE, SUPPORTED, hostPlatform, runtimeName, once } = require('./platform.js')
 
 /** The generated loader's error keeps each attempt's message in a chain of `cause`s. */
 function attempts(error) {
@@ -90,18 +90,7 @@ function load() {
   }
 }
 
-let loaded
 /** The binding, loaded the first time it is asked for; a failure is remembered, not retried. */
-function binding() {
-  if (!loaded) {
-    try {
-      loaded = { ok: load() }
-    } catch (error) {
-      loaded = { error }
-    }
-  }
-  if (loaded.error) throw loaded.error
-  return loaded.ok
-}
+const binding = once(load)
 
 module.exports = { binding }

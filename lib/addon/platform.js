@@ -1,6 +1,7 @@
 'use strict'
 // Which prebuilt binary this process needs, in the spelling of the npm/<platform> packages.
-// Shared by the client's loader (binding.js) and the testing kit's (testing.js).
+// Shared by the client's loader (binding.js) and the testing kit's (testing.js), with how
+// both load on first use.
 
 const PACKAGE = '@norskvideo/ctl-migration'
 /** The platforms with a prebuilt binary: package.json `napi.targets`, by npm/<platform>. */
@@ -43,4 +44,20 @@ function runtimeName() {
   return `Node.js ${process.version}`
 }
 
-module.exports = { PACKAGE, SUPPORTED, hostPlatform, runtimeName }
+/** `load()` run on the first call only; what it returned, or threw, is what every call gets. */
+function once(load) {
+  let outcome
+  return () => {
+    if (!outcome) {
+      try {
+        outcome = { value: load() }
+      } catch (error) {
+        outcome = { error }
+      }
+    }
+    if (outcome.error) throw outcome.error
+    return outcome.value
+  }
+}
+
+module.exports = { PACKAGE, SUPPORTED, hostPlatform, runtimeName, once }

@@ -7,7 +7,7 @@
 // its clients on the WebAssembly build against it.
 
 const path = require('path')
-const { PACKAGE, hostPlatform, runtimeName } = require('./platform.js')
+const { PACKAGE, hostPlatform, runtimeName, once } = require('./platform.js')
 
 function load() {
   const platform = hostPlatform()
@@ -34,18 +34,7 @@ function load() {
   throw error
 }
 
-let loaded
 /** The simulator's binding, loaded on the kit's first call; a failure is remembered. */
-function testingAddon() {
-  if (!loaded) {
-    try {
-      loaded = { ok: load() }
-    } catch (error) {
-      loaded = { error }
-    }
-  }
-  if (loaded.error) throw loaded.error
-  return loaded.ok
-}
+const testingAddon = once(load)
 
 module.exports = { testingAddon }

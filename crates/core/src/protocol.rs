@@ -6,7 +6,9 @@
 //! Every rule here matches the JavaScript client `@norskvideo/ctl-sdk/migration` except where the
 //! README's "Differences from the JavaScript client" says otherwise (D1–D12 below).
 
-use crate::frames::{parse_worker_frame, AppliedSummary, JobFrame, WorkerFrame, MAX_FRAME_BYTES};
+use crate::frames::{
+    parse_job_frame, parse_worker_frame, AppliedSummary, JobFrame, WorkerFrame, MAX_FRAME_BYTES,
+};
 use std::collections::VecDeque;
 
 /// Close code the worker uses after a newer connection for the same instance replaced this one.
@@ -28,6 +30,47 @@ pub struct Config {
     pub reconnect_jitter: f64,
     /// Seeds the jitter's random draws; the core keeps no clock and no entropy of its own.
     pub seed: u64,
+    /// Ping the worker this often while a socket is open, and declare a socket dead that has
+    /// carried nothing (no frame, no pong) for twice as long; 0 turns both off. Only a
+    /// transport that can ping uses it: a WHATWG socket cannot.
+    pub heartbeat_ms: f64,
+    /// A connect attempt (TCP, upgrade, hello-ack) that takes longer than this has failed;
+    /// 0 turns it off.
+    pub connect_timeout_ms: f64,
+}
+
+/// How long a closing transport waits for the worker to answer its close frame.
+pub const CLOSE_HANDSHAKE_LIMIT_MS: f64 = 2_000.0;
+/// How long one write may wait for a worker that stopped reading, with the heartbeat off.
+const DEFAULT_WRITE_LIMIT_MS: f64 = 30_000.0;
+
+/// The core's clocks. The transport keeps one of each; [`Action::StartTimer`] re-arms one that
+/// is running, and it reports each that fires with [`Protocol::on_timer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// Until the next connect attempt.
+    Reconnect,
+    /// Until the attempt in progress (TCP, upgrade, hello-ack) has failed.
+    ConnectDeadline,
+    /// Until the next ping.
+    Ping,
+    /// Until the silence limit may have been reached; checked against the last traffic.
+    Silence,
+}
+
+impl Timer {
+    pub const ALL: [Timer; 4] = [
+        Timer::Reconnect,
+        Timer::ConnectDeadline,
+        Timer::Ping,
+        Timer::Silence,
+    ];
+
+    /// Its place in [`Timer::ALL`]: how a transport keeps one clock per timer, and how one
+    /// that cannot carry the type (JavaScript) names it.
+    pub fn index(self) -> usize {
+        self as usize
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +117,19 @@ pub enum Call {
     },
 }
 
+impl Call {
+    pub fn handler(&self) -> HandlerKind {
+        match self {
+            Call::GetState { .. } => HandlerKind::GetState,
+            Call::InitialState { .. } => HandlerKind::InitialState,
+            Call::CutoverReady { .. } => HandlerKind::CutoverReady,
+            Call::CutoverApply { .. } => HandlerKind::CutoverApply,
+            Call::Abort { .. } => HandlerKind::Abort,
+            Call::Connected { .. } => HandlerKind::Connected,
+        }
+    }
+}
+
 /// Which handler a [`Call`] is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HandlerKind {
@@ -86,6 +142,20 @@ pub enum HandlerKind {
 }
 
 impl HandlerKind {
+    pub const ALL: [HandlerKind; 6] = [
+        HandlerKind::GetState,
+        HandlerKind::InitialState,
+        HandlerKind::CutoverReady,
+        HandlerKind::CutoverApply,
+        HandlerKind::Abort,
+        HandlerKind::Connected,
+    ];
+
+    /// Its place in [`HandlerKind::ALL`], for a transport that cannot carry the type.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// The worker frame that leads to the call.
     pub fn frame_type(self) -> &'static str {
         match self {
@@ -119,11 +189,14 @@ pub enum Action {
         code: Option<u16>,
         reason: Option<&'static str>,
     },
-    /// Arm the reconnect timer; the transport calls [`Protocol::on_timer`] when it fires.
+    /// Arm `timer` to fire in `delay_ms` (replacing it if it runs).
     StartTimer {
+        timer: Timer,
         delay_ms: f64,
     },
-    CancelTimer,
+    CancelTimer(Timer),
+    /// Send a WebSocket ping on the current socket.
+    Ping,
     Call(Call),
     Log(String),
 }
@@ -183,7 +256,10 @@ pub struct Protocol {
     /// D5: replaced by a newer connection (4409); never reconnect.
     replaced: bool,
     attempt: u32,
-    timer_armed: bool,
+    /// Which of the transport's timers run, by [`Timer::index`].
+    armed: [bool; 4],
+    /// When the current socket last carried anything, on the transport's clock.
+    last_traffic_ms: f64,
     /// The latest report made while disconnected.
     held: Option<Outbound>,
     state_request: Option<StateRequest>,
@@ -201,7 +277,8 @@ impl Protocol {
             closed: false,
             replaced: false,
             attempt: 0,
-            timer_armed: false,
+            armed: [false; 4],
+            last_traffic_ms: 0.0,
             held: None,
             state_request: None,
             actions: VecDeque::new(),
@@ -247,6 +324,15 @@ impl Protocol {
         self.actions.drain(..)
     }
 
+    /// How long one write may take before the worker counts as gone: the silence limit with the
+    /// heartbeat on, else a fixed bound, so a worker that stops reading never holds a transport.
+    pub fn write_limit_ms(&self) -> f64 {
+        match self.silence_limit_ms() {
+            Some(limit) => limit,
+            None => DEFAULT_WRITE_LIMIT_MS,
+        }
+    }
+
     // ── transport events ─────────────────────────────────────────────────
 
     /// The client was created: connect.
@@ -256,12 +342,46 @@ impl Protocol {
         }
     }
 
-    /// The reconnect timer fired.
-    pub fn on_timer(&mut self) {
-        self.timer_armed = false;
-        if !self.is_finished() {
-            self.open();
+    /// `timer` fired at `now_ms` on the transport's clock.
+    pub fn on_timer(&mut self, timer: Timer, now_ms: f64) {
+        if !std::mem::replace(&mut self.armed[timer.index()], false) {
+            return;
         }
+        match timer {
+            Timer::Reconnect => {
+                if !self.is_finished() {
+                    self.open();
+                }
+            }
+            Timer::ConnectDeadline => {
+                let limit = display_ms(self.cfg.connect_timeout_ms);
+                self.on_stalled(&format!("no hello-ack within {limit} ms of connecting"));
+            }
+            Timer::Ping => {
+                if let Some(period) = self.heartbeat_period_ms() {
+                    self.actions.push_back(Action::Ping);
+                    self.arm(Timer::Ping, period);
+                }
+            }
+            Timer::Silence => {
+                let Some(limit) = self.silence_limit_ms() else {
+                    return;
+                };
+                let silent_for = now_ms - self.last_traffic_ms;
+                if silent_for < limit {
+                    // Traffic came since it was armed: wait out the rest of the window.
+                    self.arm(Timer::Silence, limit - silent_for);
+                } else {
+                    let limit = display_ms(limit);
+                    self.on_stalled(&format!("no frame or pong from the worker for {limit} ms"));
+                }
+            }
+        }
+    }
+
+    /// The socket carried something at `now_ms`: a frame, a ping or a pong. Proof of life.
+    pub fn on_traffic(&mut self, now_ms: f64) {
+        self.last_traffic_ms = now_ms;
     }
 
     /// Creating the socket failed outright (a constructor threw, a connect was refused).
@@ -271,13 +391,20 @@ impl Protocol {
         }
         self.socket = Socket::None;
         self.state_request = None;
+        self.stop_liveness();
         self.log(format!("connect to {} failed: {error}", self.cfg.url));
         self.schedule_reconnect(None);
     }
 
-    pub fn on_open(&mut self) {
+    /// The socket is open (at `now_ms`): say hello, and start the heartbeat.
+    pub fn on_open(&mut self, now_ms: f64) {
         if !matches!(self.socket, Socket::Live { .. }) {
             return;
+        }
+        if let (Some(period), Some(limit)) = (self.heartbeat_period_ms(), self.silence_limit_ms()) {
+            self.last_traffic_ms = now_ms;
+            self.arm(Timer::Ping, period);
+            self.arm(Timer::Silence, limit);
         }
         let hello = JobFrame::Hello {
             token: self.cfg.token.clone(),
@@ -441,6 +568,21 @@ impl Protocol {
         }
     }
 
+    /// D11 for a transport that knows only the text it failed to send (a JavaScript socket):
+    /// the text is a frame this core wrote, read back to tell what it was.
+    pub fn on_send_text_failed(&mut self, text: String, error: &str) {
+        let frame = match parse_job_frame(&text) {
+            Ok(frame) => encode(&frame, text),
+            // Not one of ours; whatever it was, the connection is as broken.
+            Err(_) => Outbound {
+                type_name: "frame",
+                text,
+                is_report: false,
+            },
+        };
+        self.on_send_failed(frame, error);
+    }
+
     // ── handler results ──────────────────────────────────────────────────
 
     /// `onGetState` for `migration_id` ended.
@@ -564,10 +706,8 @@ impl Protocol {
     pub fn close(&mut self) {
         self.closed = true;
         self.held = None;
-        if self.timer_armed {
-            self.timer_armed = false;
-            self.actions.push_back(Action::CancelTimer);
-        }
+        self.disarm(Timer::Reconnect);
+        self.stop_liveness();
         if matches!(self.socket, Socket::Live { .. }) {
             self.socket = Socket::None;
             self.actions.push_back(Action::Close {
@@ -582,10 +722,14 @@ impl Protocol {
     fn open(&mut self) {
         self.socket = Socket::Live { acked: false };
         self.actions.push_back(Action::Open);
+        if self.cfg.connect_timeout_ms > 0.0 {
+            self.arm(Timer::ConnectDeadline, self.cfg.connect_timeout_ms);
+        }
     }
 
     fn on_acked(&mut self, migration: Option<String>) {
         self.attempt = 0;
+        self.disarm(Timer::ConnectDeadline);
         self.socket = Socket::Live { acked: true };
         match migration {
             Some(id) => {
@@ -703,11 +847,40 @@ impl Protocol {
         self.socket = Socket::None;
         // A drop mid-propose is the source aborting; the worker asks afresh.
         self.state_request = None;
+        self.stop_liveness();
         !self.closed
     }
 
+    fn heartbeat_period_ms(&self) -> Option<f64> {
+        (self.cfg.heartbeat_ms > 0.0).then_some(self.cfg.heartbeat_ms)
+    }
+
+    /// A socket silent this long is dead: two heartbeats, so one lost pong is not enough.
+    fn silence_limit_ms(&self) -> Option<f64> {
+        self.heartbeat_period_ms().map(|period| period * 2.0)
+    }
+
+    fn arm(&mut self, timer: Timer, delay_ms: f64) {
+        self.armed[timer.index()] = true;
+        self.actions
+            .push_back(Action::StartTimer { timer, delay_ms });
+    }
+
+    fn disarm(&mut self, timer: Timer) {
+        if std::mem::replace(&mut self.armed[timer.index()], false) {
+            self.actions.push_back(Action::CancelTimer(timer));
+        }
+    }
+
+    /// The clocks of a socket: none outlives it.
+    fn stop_liveness(&mut self) {
+        for timer in [Timer::ConnectDeadline, Timer::Ping, Timer::Silence] {
+            self.disarm(timer);
+        }
+    }
+
     fn schedule_reconnect(&mut self, fixed_delay_ms: Option<f64>) {
-        if self.is_finished() || self.timer_armed {
+        if self.is_finished() || self.armed[Timer::Reconnect.index()] {
             return;
         }
         // A fixed delay is a policy (D5: wait the longest after 4401), not a backoff: no jitter.
@@ -720,8 +893,7 @@ impl Protocol {
             }
         };
         self.attempt = (self.attempt + 1).min(30);
-        self.timer_armed = true;
-        self.actions.push_back(Action::StartTimer { delay_ms });
+        self.arm(Timer::Reconnect, delay_ms);
     }
 }
 
@@ -805,6 +977,8 @@ mod tests {
             reconnect_max_ms: 30000.0,
             reconnect_jitter: 0.0,
             seed: 7,
+            heartbeat_ms: 0.0,
+            connect_timeout_ms: 0.0,
         })
     }
 
@@ -846,7 +1020,10 @@ mod tests {
         actions
             .iter()
             .filter_map(|a| match a {
-                Action::StartTimer { delay_ms } => Some(*delay_ms),
+                Action::StartTimer {
+                    timer: Timer::Reconnect,
+                    delay_ms,
+                } => Some(*delay_ms),
                 _ => None,
             })
             .collect()
@@ -856,7 +1033,7 @@ mod tests {
     fn connected(migration: Option<&str>) -> Protocol {
         let mut p = core();
         p.start();
-        p.on_open();
+        p.on_open(0.0);
         let ack = match migration {
             Some(id) => {
                 format!(r#"{{"type":"hello-ack","migration":{{"id":"{id}","side":"target"}}}}"#)
@@ -873,7 +1050,7 @@ mod tests {
         let mut p = core();
         p.start();
         assert_eq!(take(&mut p), vec![Action::Open]);
-        p.on_open();
+        p.on_open(0.0);
         assert_eq!(
             sent(&take(&mut p)),
             vec![r#"{"type":"hello","token":"tok"}"#]
@@ -1026,7 +1203,7 @@ mod tests {
         p.report_ready("1".into()).ok();
         p.report_ready("2".into()).ok();
         take(&mut p);
-        p.on_open();
+        p.on_open(0.0);
         p.on_frame(r#"{"type":"hello-ack","migration":{"id":"m","side":"target"}}"#);
         let actions = take(&mut p);
         assert_eq!(
@@ -1054,14 +1231,14 @@ mod tests {
         for _ in 0..7 {
             p.on_error();
             delays.extend(timers(&take(&mut p)));
-            p.on_timer();
+            p.on_timer(Timer::Reconnect, 0.0);
             take(&mut p);
         }
         assert_eq!(
             delays,
             vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 30000.0, 30000.0]
         );
-        p.on_open();
+        p.on_open(0.0);
         p.on_frame(r#"{"type":"hello-ack"}"#);
         p.on_closed(1001, "going away");
         assert_eq!(timers(&take(&mut p)), vec![1000.0]);
@@ -1078,7 +1255,7 @@ mod tests {
         for _ in 0..200 {
             p.on_error();
             delays.extend(timers(&take(&mut p)));
-            p.on_timer();
+            p.on_timer(Timer::Reconnect, 0.0);
             take(&mut p);
         }
         let capped = &delays[10..];
@@ -1132,7 +1309,7 @@ mod tests {
         );
         p.on_closed(1000, "");
         p.report_ready("1".into()).ok();
-        p.on_timer();
+        p.on_timer(Timer::Reconnect, 0.0);
         assert!(take(&mut p).is_empty());
 
         let mut p = core();
@@ -1140,7 +1317,7 @@ mod tests {
         p.on_error();
         take(&mut p);
         p.close();
-        assert_eq!(take(&mut p), vec![Action::CancelTimer]);
+        assert_eq!(take(&mut p), vec![Action::CancelTimer(Timer::Reconnect)]);
     }
 
     #[test]
@@ -1176,8 +1353,8 @@ mod tests {
         let actions = take(&mut p);
         assert_eq!(timers(&actions), vec![1000.0]);
         assert!(p.has_held_report());
-        p.on_timer();
-        p.on_open();
+        p.on_timer(Timer::Reconnect, 0.0);
+        p.on_open(0.0);
         p.on_frame(r#"{"type":"hello-ack"}"#);
         assert_eq!(
             sent(&take(&mut p)),
@@ -1202,8 +1379,8 @@ mod tests {
 
         let mut p = connected(Some("t1"));
         p.on_closed(1006, "");
-        p.on_timer();
-        p.on_open();
+        p.on_timer(Timer::Reconnect, 0.0);
+        p.on_open(0.0);
         p.on_frame(r#"{"type":"hello-ack"}"#);
         assert_eq!(p.role(), Role::Source);
         assert_eq!(p.migration_id(), None);
@@ -1223,5 +1400,197 @@ mod tests {
             assert!(logs(&actions)[0].starts_with("ignoring frame from the worker: "));
             assert!(p.connected());
         }
+    }
+
+    // ── liveness, on a fake clock: the tests pass the time in ──────────────
+
+    /// A core with the heartbeat and the connect deadline on, and a clock the test moves.
+    struct Clocked {
+        p: Protocol,
+        now: f64,
+        /// When each running timer is due, by Timer::index.
+        due: [Option<f64>; 4],
+        log: Vec<Action>,
+    }
+
+    impl Clocked {
+        fn new(heartbeat_ms: f64, connect_timeout_ms: f64) -> Self {
+            let mut c = Clocked {
+                p: Protocol::new(Config {
+                    heartbeat_ms,
+                    connect_timeout_ms,
+                    ..core().cfg
+                }),
+                now: 0.0,
+                due: [None; 4],
+                log: Vec::new(),
+            };
+            c.p.start();
+            c.collect();
+            c
+        }
+
+        /// Takes the core's actions, keeping the timers as a transport would.
+        fn collect(&mut self) {
+            for action in take(&mut self.p) {
+                match &action {
+                    Action::StartTimer { timer, delay_ms } => {
+                        self.due[timer.index()] = Some(self.now + delay_ms)
+                    }
+                    Action::CancelTimer(timer) => self.due[timer.index()] = None,
+                    _ => {}
+                }
+                self.log.push(action);
+            }
+        }
+
+        /// Moves the clock to `to`, firing every timer due on the way, in time order.
+        fn advance_to(&mut self, to: f64) {
+            loop {
+                let next = Timer::ALL
+                    .into_iter()
+                    .filter_map(|t| self.due[t.index()].map(|at| (at, t)))
+                    .filter(|(at, _)| *at <= to)
+                    .min_by(|a, b| a.0.total_cmp(&b.0));
+                let Some((at, timer)) = next else { break };
+                self.now = at;
+                self.due[timer.index()] = None;
+                self.p.on_timer(timer, at);
+                self.collect();
+            }
+            self.now = to;
+        }
+
+        fn traffic(&mut self) {
+            self.p.on_traffic(self.now);
+        }
+
+        fn drain(&mut self) -> Vec<Action> {
+            std::mem::take(&mut self.log)
+        }
+    }
+
+    fn pings(actions: &[Action]) -> usize {
+        actions.iter().filter(|a| matches!(a, Action::Ping)).count()
+    }
+
+    fn closes(actions: &[Action]) -> usize {
+        actions
+            .iter()
+            .filter(|a| matches!(a, Action::Close { .. }))
+            .count()
+    }
+
+    fn acked(c: &mut Clocked) {
+        c.p.on_open(c.now);
+        c.p.on_frame(r#"{"type":"hello-ack"}"#);
+        c.collect();
+        c.drain();
+    }
+
+    #[test]
+    fn the_heartbeat_pings_every_period_while_the_socket_is_open() {
+        let mut c = Clocked::new(500.0, 0.0);
+        acked(&mut c);
+        for step in 1..=8 {
+            // The worker answers every ping, so the socket never counts as silent.
+            c.advance_to(f64::from(step) * 250.0);
+            c.traffic();
+        }
+        assert_eq!(pings(&c.drain()), 4);
+        assert!(c.p.connected());
+        c.p.on_closed(1000, "");
+        c.collect();
+        c.advance_to(10_000.0);
+        assert_eq!(pings(&c.drain()), 0, "no ping without a socket");
+        assert_eq!(c.due[Timer::Ping.index()], None);
+        assert_eq!(c.due[Timer::Silence.index()], None);
+    }
+
+    #[test]
+    fn a_socket_silent_for_two_heartbeats_is_closed_and_retried() {
+        let mut c = Clocked::new(500.0, 0.0);
+        acked(&mut c);
+        c.advance_to(600.0);
+        c.traffic();
+        // Silent from 600 ms: dead at 1600, not before.
+        c.advance_to(1_599.0);
+        assert!(c.p.connected());
+        assert_eq!(closes(&c.drain()), 0);
+        c.advance_to(1_600.0);
+        assert!(!c.p.connected());
+        let actions = c.drain();
+        assert_eq!(closes(&actions), 1);
+        assert_eq!(
+            logs(&actions),
+            ["no frame or pong from the worker for 1000 ms; reconnecting"]
+        );
+        assert_eq!(c.due[Timer::Reconnect.index()], Some(1_600.0 + 1000.0));
+    }
+
+    #[test]
+    fn traffic_keeps_a_socket_alive_however_long_it_lives() {
+        let mut c = Clocked::new(500.0, 0.0);
+        acked(&mut c);
+        for step in 1..=100 {
+            c.advance_to(f64::from(step) * 900.0);
+            c.traffic();
+        }
+        assert!(c.p.connected());
+        assert_eq!(closes(&c.drain()), 0);
+    }
+
+    #[test]
+    fn a_connect_attempt_without_a_hello_ack_in_time_fails_and_backs_off() {
+        let mut c = Clocked::new(0.0, 300.0);
+        assert_eq!(c.due[Timer::ConnectDeadline.index()], Some(300.0));
+        c.advance_to(100.0);
+        c.p.on_open(c.now);
+        c.collect();
+        c.advance_to(299.0);
+        assert_eq!(closes(&c.drain()), 0);
+        c.advance_to(300.0);
+        let actions = c.drain();
+        assert_eq!(closes(&actions), 1);
+        assert_eq!(
+            logs(&actions),
+            ["no hello-ack within 300 ms of connecting; reconnecting"]
+        );
+        // The next attempt after the backoff gets a deadline of its own; its ack ends it.
+        c.advance_to(1_300.0);
+        assert_eq!(c.due[Timer::ConnectDeadline.index()], Some(1_600.0));
+        acked(&mut c);
+        assert_eq!(c.due[Timer::ConnectDeadline.index()], None);
+        c.advance_to(5_000.0);
+        assert!(c.p.connected());
+    }
+
+    #[test]
+    fn an_attempt_that_fails_outright_stops_its_deadline() {
+        let mut c = Clocked::new(0.0, 300.0);
+        c.p.on_open_failed("refused");
+        c.collect();
+        assert_eq!(c.due[Timer::ConnectDeadline.index()], None);
+        assert_eq!(c.due[Timer::Reconnect.index()], Some(1000.0));
+    }
+
+    #[test]
+    fn with_the_heartbeat_and_deadline_off_no_liveness_timer_runs() {
+        let mut c = Clocked::new(0.0, 0.0);
+        acked(&mut c);
+        c.advance_to(1e9);
+        assert!(c.p.connected());
+        assert_eq!(c.due, [None; 4]);
+        assert_eq!(c.p.write_limit_ms(), 30_000.0);
+        assert_eq!(Clocked::new(500.0, 0.0).p.write_limit_ms(), 1000.0);
+    }
+
+    #[test]
+    fn close_stops_every_timer() {
+        let mut c = Clocked::new(500.0, 300.0);
+        acked(&mut c);
+        c.p.close();
+        c.collect();
+        assert_eq!(c.due, [None; 4]);
     }
 }
