@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A release, rehearsed through a real registry on this machine:
 #   1. builds every package as a release does: the Linux binaries, client and testing addon, with
-#      scripts/build-linux.sh (cargo-zigbuild, glibc 2.17), the WebAssembly fallback with
-#      scripts/build.sh --wasm-only;
+#      scripts/build-linux.sh (cargo-zigbuild, glibc 2.17), the macOS ones with
+#      scripts/build-macos.sh (cross-linked, the release workflow's command too), the WebAssembly
+#      fallback with scripts/build.sh --wasm-only;
 #   2. starts Verdaccio on 127.0.0.1 (a free port; config and storage in a temporary directory;
 #      the package's own names are served only from what is published here, everything else is
 #      proxied from the npm registry) and publishes the release to it with scripts/publish.sh,
@@ -21,18 +22,20 @@
 #      WebAssembly fallback, from the registry);
 #   5. prints a table, package manager × check, and exits 1 on any ✗.
 #
-#   scripts/release-rehearsal.sh                          # the four Linux targets
+#   scripts/release-rehearsal.sh                          # the four Linux and two macOS targets
 #   REHEARSAL_TARGETS=host scripts/release-rehearsal.sh   # x86_64-unknown-linux-gnu only (CI)
+#   REHEARSAL_TARGETS="x86_64-unknown-linux-gnu aarch64-apple-darwin" …    # any of those six
 #   REHEARSAL_ARTIFACTS=dir scripts/release-rehearsal.sh  # no build: binaries and .wasm from dir
 #                                                         # (the release workflow's artifacts)
 #   KEEP=1 …                                              # keep the temporary directory
 #
-# Platforms with no binary here (darwin and win32 always, the other Linux ones with
-# REHEARSAL_TARGETS=host) are published with their real package.json and a text placeholder for
-# each binary (publish.sh PLACEHOLDERS=1, refused for any registry not on loopback): all eight
-# names exist as in a release, so each manager resolves them and skips them by os/cpu as it
-# will on release day. (Leaving them out is not an option: Yarn berry fails an install on an
-# optional dependency the registry does not have.)
+# Platforms with no binary built (win32 always: MSVC cannot be built here, and the mingw build of
+# scripts/test-windows.sh is not what those packages ship; the others when REHEARSAL_TARGETS
+# leaves them out) are published with their real package.json and a text placeholder for each
+# binary (publish.sh PLACEHOLDERS=1, refused for any registry not on loopback): all eight names
+# exist as in a release, so each manager resolves them and skips them by os/cpu as it will on
+# release day. (Leaving them out is not an option: Yarn berry fails an install on an optional
+# dependency the registry does not have.)
 #
 # Installs what it needs, pinned: Verdaccio 6.8.0, pnpm 12.4.2 and Yarn 4.18.1 from
 # scripts/rehearsal/package-lock.json into target/rehearsal/tools; Bun with scripts/runtime-bin.sh;
@@ -47,7 +50,7 @@ ROOT=$PWD
 T0=$SECONDS
 TYPESCRIPT_VERSION=${TYPESCRIPT_VERSION:-5.9}
 HOST_TARGET=x86_64-unknown-linux-gnu
-HOST_PLATFORM=linux-x64-gnu
+HOST_PLATFORM="linux-x64-gnu"
 PKG=@norskvideo/ctl-migration
 say() { printf '\n== %s\n' "$*" >&2; }
 fail() { echo "release-rehearsal.sh: $*" >&2; exit 1; }
@@ -57,7 +60,8 @@ phase() { phases+=("$1 $((SECONDS - phase_start)) s"); phase_start=$SECONDS; }
 
 [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || fail "runs on x86_64 Linux (the binaries it builds and runs are $HOST_PLATFORM)"
 case "${REHEARSAL_TARGETS:-all}" in
-  all) TARGETS=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl) ;;
+  all) TARGETS=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl
+    x86_64-apple-darwin aarch64-apple-darwin) ;;
   host) TARGETS=("$HOST_TARGET") ;;
   *) read -r -a TARGETS <<<"$REHEARSAL_TARGETS" ;;
 esac
@@ -107,19 +111,25 @@ if [ -n "${REHEARSAL_ARTIFACTS:-}" ]; then
   cp -r "$REHEARSAL_ARTIFACTS"/. "$TMP/artifacts/"
 else
   say "build: ${TARGETS[*]}"
-  # (build-linux.sh's own defaults: an OUT_DIR in cargo's environment would rebuild ring.)
+  # The scripts' own output directory (an OUT_DIR in cargo's environment would rebuild ring).
   OUT=${CARGO_TARGET_DIR:-$ROOT/target/cross}/out
-  env -u OUT_DIR scripts/build-linux.sh "${TARGETS[@]}"
-  scripts/build.sh --wasm-only
-  # This run's binaries only: target/cross/out may hold other targets from earlier runs.
+  linux=() macos=() platforms=()
   for t in "${TARGETS[@]}"; do
     case "$t" in
-      x86_64-unknown-linux-gnu) p=linux-x64-gnu ;;
-      aarch64-unknown-linux-gnu) p=linux-arm64-gnu ;;
-      x86_64-unknown-linux-musl) p=linux-x64-musl ;;
-      aarch64-unknown-linux-musl) p=linux-arm64-musl ;;
-      *) fail "not a Linux target: $t" ;;
+      x86_64-unknown-linux-gnu) platforms+=("linux-x64-gnu") linux+=("$t") ;;
+      aarch64-unknown-linux-gnu) platforms+=("linux-arm64-gnu") linux+=("$t") ;;
+      x86_64-unknown-linux-musl) platforms+=("linux-x64-musl") linux+=("$t") ;;
+      aarch64-unknown-linux-musl) platforms+=("linux-arm64-musl") linux+=("$t") ;;
+      x86_64-apple-darwin) platforms+=("darwin-x64") macos+=("$t") ;;
+      aarch64-apple-darwin) platforms+=("darwin-arm64") macos+=("$t") ;;
+      *) fail "not a target built here: $t" ;;
     esac
+  done
+  [ "${#linux[@]}" -eq 0 ] || env -u OUT_DIR scripts/build-linux.sh "${linux[@]}"
+  [ "${#macos[@]}" -eq 0 ] || env -u OUT_DIR scripts/build-macos.sh "${macos[@]}"
+  scripts/build.sh --wasm-only
+  # This run's binaries only: target/cross/out may hold other targets from earlier runs.
+  for p in "${platforms[@]}"; do
     cp "$OUT/ctl-migration.$p.node" "$OUT/ctl-migration-testing.$p.node" "$TMP/artifacts/"
   done
   cp lib/addon/ctl-migration.wasm32-wasip1.wasm "$TMP/artifacts/"
