@@ -26,7 +26,9 @@
 #   REHEARSAL_TARGETS=host scripts/release-rehearsal.sh   # x86_64-unknown-linux-gnu only (CI)
 #   REHEARSAL_TARGETS="x86_64-unknown-linux-gnu aarch64-apple-darwin" …    # any of those six
 #   REHEARSAL_ARTIFACTS=dir scripts/release-rehearsal.sh  # no build: binaries and .wasm from dir
-#                                                         # (the release workflow's artifacts)
+#                                                         # (the release workflow's artifacts:
+#                                                         # all eight platforms, no placeholders
+#                                                         # unless REHEARSAL_PLACEHOLDERS=1)
 #   KEEP=1 …                                              # keep the temporary directory
 #
 # Platforms with no binary built (win32 always: MSVC cannot be built here, and the mingw build of
@@ -213,7 +215,9 @@ if run sh -c 'command -v cargo || command -v rustc'; then fail "a Rust toolchain
 say "publish (scripts/publish.sh)"
 manifests() { cat package.json npm/*/package.json | sha256sum; }
 before=$(manifests)
-run env NPM_CONFIG_USERCONFIG="$TMP/publisher.npmrc" STAGE="$TMP/stage" VERSION="$VERSION" DIST_TAG=latest PLACEHOLDERS=1 \
+# Built here: placeholders for what this machine does not build. The workflow's artifacts: none.
+PLACEHOLDERS=${REHEARSAL_PLACEHOLDERS:-$([ -n "${REHEARSAL_ARTIFACTS:-}" ] && echo 0 || echo 1)}
+run env NPM_CONFIG_USERCONFIG="$TMP/publisher.npmrc" STAGE="$TMP/stage" VERSION="$VERSION" DIST_TAG=latest PLACEHOLDERS="$PLACEHOLDERS" \
   "$ROOT/scripts/publish.sh" "$TMP/artifacts"
 [ "$(manifests)" = "$before" ] || fail "publishing changed the repository's package.json files"
 phase publish
