@@ -5,20 +5,32 @@
 #   ctl-migration.wasm32-wasip1.wasm       the client's WebAssembly fallback (the same binding,
 #                                          without the native transport)
 # and regenerates the native loader (lib/addon/napi-loader.js) and the binding's types.
-#   scripts/build.sh           release
-#   scripts/build.sh --debug   debug (faster to build, for iterating)
+#   scripts/build.sh               release
+#   scripts/build.sh --debug       debug (faster to build, for iterating)
+#   scripts/build.sh --wasm-only   release, the WebAssembly module only (what a release publishes
+#                                  in the root package; the native binaries come from each target's
+#                                  own build, scripts/build-linux.sh for Linux)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PROFILE=(--release)
-[ "${1:-}" = --debug ] && PROFILE=()
+NATIVE=1
+for arg in "$@"; do
+  case "$arg" in
+    --debug) PROFILE=() ;;
+    --wasm-only) NATIVE=0 ;;
+    *) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 NAPI=node_modules/.bin/napi
 [ -x "$NAPI" ] || npm ci --no-audit --no-fund
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 
-"$NAPI" build --platform "${PROFILE[@]}" --output-dir lib/addon --js napi-loader.js --dts binding.d.ts
-"$NAPI" build --platform "${PROFILE[@]}" --manifest-path crates/simulator/Cargo.toml \
-  -c crates/simulator/napi.json --output-dir lib/addon --no-js --dts testing-binding.d.ts
+if [ "$NATIVE" = 1 ]; then
+  "$NAPI" build --platform "${PROFILE[@]}" --output-dir lib/addon --js napi-loader.js --dts binding.d.ts
+  "$NAPI" build --platform "${PROFILE[@]}" --manifest-path crates/simulator/Cargo.toml \
+    -c crates/simulator/napi.json --output-dir lib/addon --no-js --dts testing-binding.d.ts
+fi
 # napi-rs emits its own WASI loaders beside the .wasm; lib/addon/wasi.js replaces them (it also
 # runs on Bun), so only the module itself is kept.
 WASM_OUT=target/wasm-out

@@ -1,8 +1,12 @@
 'use strict'
 // A product, CommonJS: requires the package and its testing kit by name and hands a job over
 // between two instances of itself through the kit's worker simulator. Exits by itself when done.
+// KIT_DIR: the testing kit of another install (for an install without the native addon, which
+// the kit needs; the client then runs on its WebAssembly build).
+const { createRequire } = require('module')
 const { connectMigration } = require('@norskvideo/ctl-migration')
-const { runHandover, startTestWorker, HandoverError } = require('@norskvideo/ctl-migration/testing')
+const kit = process.env.KIT_DIR ? createRequire(`${process.env.KIT_DIR}/package.json`) : require
+const { runHandover, startTestWorker, HandoverError } = kit('@norskvideo/ctl-migration/testing')
 
 function product(env, position) {
   const self = { position, live: position !== undefined }
