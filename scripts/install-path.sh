@@ -190,10 +190,10 @@ check "without binaries: the testing kit says it needs the native addon" node -e
 # Node 22 from the npm registry, cached beside the runtime matrix's copies.
 NODE22=$(RUNTIMES_DIR=${RUNTIMES_DIR:-$ROOT/target/runtimes} "$ROOT/scripts/runtime-bin.sh" node22)
 check "without binaries, Node 22: a real handover on the WebAssembly build over the global WebSocket" \
-  env KIT_DIR="$TMP/product" "$NODE22" smoke/product/fallback-handover.mjs
+  env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
 run npm install --no-audit --no-fund --loglevel=error --omit=optional ws@8
 check "without binaries, Node $(node --version) with ws: a real handover on the WebAssembly build" \
-  env KIT_DIR="$TMP/product" node smoke/product/fallback-handover.mjs
+  env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm node smoke/product/handover.mjs
 
 echo
 if [ "$status" = 0 ]; then echo "install-path.sh: passed ($PLATFORM)"; else echo "install-path.sh: FAILED ($PLATFORM)"; fi

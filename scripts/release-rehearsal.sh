@@ -361,7 +361,7 @@ if (cd "$dir" && run npm install --package-lock-only --os=darwin --cpu=arm64 --l
   echo "   the lockfile's platform packages: $(node -e 'console.log(Object.keys(require(process.argv[1]).packages).filter((k) => k.includes("ctl-migration-")).map((k) => k.split("ctl-migration-")[1]).join(" "))' "$dir/package-lock.json")" >&2
   installed "$LOCKROW" "$dir" any node
   if [[ ${CELL[$LOCKROW.build]} == wasm* ]]; then
-    check "$LOCKROW" esm "$dir" env KIT_DIR="$TMP/products/npm" node smoke/product/fallback-handover.mjs
+    check "$LOCKROW" esm "$dir" env KIT_DIR="$TMP/products/npm" EXPECT_BUILD=wasm node smoke/product/handover.mjs
     check "$LOCKROW" cjs "$dir" env KIT_DIR="$TMP/products/npm" node smoke/product/handover.cjs
   else
     check "$LOCKROW" esm "$dir" node smoke/product/handover.mjs
@@ -382,7 +382,7 @@ say "$row"
 dir=$(product omit)
 if (cd "$dir" && run npm install --omit=optional --loglevel=error "${DEPS[@]}" ws@8) >>"$TMP/products/$row.log" 2>&1; then
   installed "$row" "$dir" wasm node
-  check "$row" esm "$dir" env KIT_DIR="$TMP/products/npm" node smoke/product/fallback-handover.mjs
+  check "$row" esm "$dir" env KIT_DIR="$TMP/products/npm" EXPECT_BUILD=wasm node smoke/product/handover.mjs
   check "$row" cjs "$dir" env KIT_DIR="$TMP/products/npm" node smoke/product/handover.cjs
   check "$row" tsc "$dir" node_modules/.bin/tsc -p smoke/product/tsconfig.json
 else
