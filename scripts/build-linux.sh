@@ -21,8 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ZIG_VERSION=0.17.1
-ZIGBUILD_VERSION=0.24.1
+# shellcheck source=scripts/lib/cross-tools.sh
+. scripts/lib/cross-tools.sh
 MAX_GLIBC=2.17
 ALL_TARGETS=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
 if [ "$#" -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
@@ -35,18 +35,9 @@ say() { printf '\n== %s\n' "$*" >&2; }
 
 # ── tools ────────────────────────────────────────────────────────────────────
 say "tools"
-installed_targets=$(rustup target list --installed)
-for t in "${TARGETS[@]}"; do
-  grep -qx "$t" <<<"$installed_targets" || rustup target add "$t"
-done
-# cargo-zigbuild runs `zig` from PATH, else `python3 -m ziglang`.
-if ! python3 -m ziglang version 2>/dev/null | grep -qx "$ZIG_VERSION"; then
-  python3 -m pip install --quiet "ziglang==$ZIG_VERSION"
-fi
-if ! cargo install --list | grep -q "^cargo-zigbuild v$ZIGBUILD_VERSION:"; then
-  cargo install --locked --quiet cargo-zigbuild --version "$ZIGBUILD_VERSION"
-fi
-[ -x node_modules/.bin/napi ] || npm ci --no-audit --no-fund
+ensure_rust_targets "${TARGETS[@]}"
+ensure_zig
+ensure_zigbuild_and_napi
 echo "rustc: $(rustc --version)" >&2
 echo "zig: $(python3 -m ziglang version)" >&2
 echo "cargo-zigbuild: $ZIGBUILD_VERSION" >&2

@@ -36,8 +36,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ZIG_VERSION=0.17.1
-ZIGBUILD_VERSION=0.24.1
+# shellcheck source=scripts/lib/cross-tools.sh
+. scripts/lib/cross-tools.sh
 ALL_TARGETS=(x86_64-apple-darwin aarch64-apple-darwin)
 CHECK_ONLY=0
 TARGETS=()
@@ -89,25 +89,14 @@ if ! find_llvm llvm-objdump >/dev/null || ! find_llvm llvm-nm >/dev/null; then
 fi
 LLVM_OBJDUMP=$(find_llvm llvm-objdump)
 LLVM_NM=$(find_llvm llvm-nm)
-if [ "$CHECK_ONLY" = 0 ]; then
-  installed_targets=$(rustup target list --installed)
-  for t in "${TARGETS[@]}"; do
-    grep -qx "$t" <<<"$installed_targets" || rustup target add "$t"
-  done
-fi
-# cargo-zigbuild runs `zig` from PATH, else `python3 -m ziglang`; the check reads zig's
-# libSystem.tbd, so zig is needed for --check-only too.
-if ! python3 -m ziglang version 2>/dev/null | grep -qx "$ZIG_VERSION"; then
-  python3 -m pip install --quiet "ziglang==$ZIG_VERSION"
-fi
+if [ "$CHECK_ONLY" = 0 ]; then ensure_rust_targets "${TARGETS[@]}"; fi
+# The check reads zig's libSystem.tbd, so zig is needed for --check-only too.
+ensure_zig
 ZIG_LIB=$(python3 -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "lib"))')
 LIBSYSTEM_TBD=$ZIG_LIB/libc/darwin/libSystem.tbd
 [ -f "$LIBSYSTEM_TBD" ] || { echo "build-macos.sh: no $LIBSYSTEM_TBD in zig $ZIG_VERSION" >&2; exit 1; }
 if [ "$CHECK_ONLY" = 0 ]; then
-  if ! cargo install --list | grep -q "^cargo-zigbuild v$ZIGBUILD_VERSION:"; then
-    cargo install --locked --quiet cargo-zigbuild --version "$ZIGBUILD_VERSION"
-  fi
-  [ -x node_modules/.bin/napi ] || npm ci --no-audit --no-fund
+  ensure_zigbuild_and_napi
   echo "rustc: $(rustc --version)" >&2
   echo "cargo-zigbuild: $ZIGBUILD_VERSION" >&2
   echo "napi: $(node_modules/.bin/napi --version)" >&2

@@ -345,8 +345,7 @@ async fn drive<S: JsSink>(
                             Err("the connection it was meant for has ended".to_owned())
                         };
                         if let Err(error) = result {
-                            end_connection(&state, &wire, &mut generation);
-                            feed(&state, |core| core.on_send_failed(out, &error));
+                            send_failed(&state, &wire, &mut generation, for_generation, out, &error);
                         }
                     }
                     Control::Flush(out, for_generation) => {
@@ -356,15 +355,11 @@ async fn drive<S: JsSink>(
                             Err("the connection it was meant for has ended".to_owned())
                         };
                         if let Err(error) = result {
-                            end_connection(&state, &wire, &mut generation);
-                            feed(&state, |core| core.on_send_failed(out, &error));
+                            send_failed(&state, &wire, &mut generation, for_generation, out, &error);
                         }
                     }
                     Control::Failed(out, for_generation, error) => {
-                        if for_generation == generation {
-                            end_connection(&state, &wire, &mut generation);
-                        }
-                        feed(&state, |core| core.on_send_failed(out, &error));
+                        send_failed(&state, &wire, &mut generation, for_generation, out, &error);
                     }
                     Control::Ping => {
                         if lock(&wire).is_some() {
@@ -379,7 +374,7 @@ async fn drive<S: JsSink>(
                         // With a code it is the product's close: tell the worker. Without, the
                         // core gave up on the socket (it stalled or broke): just drop it.
                         let taken = lock(&wire).take();
-                        if let (Some(mut ws), Some(_)) = (taken, code) {
+                        if let (Some(mut ws), Some(code)) = (taken, code) {
                             close_socket(&mut ws, code, reason).await;
                         }
                         end_connection(&state, &wire, &mut generation);
@@ -557,6 +552,22 @@ fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
     }
 }
 
+/// D11: a frame that could not be written ends the connection it was for, if that is still the
+/// current one; the core decides what becomes of the frame.
+fn send_failed<S: JsSink>(
+    state: &Mutex<State<S>>,
+    wire: &Mutex<Option<Socket>>,
+    generation: &mut u64,
+    for_generation: u64,
+    out: Outbound,
+    error: &str,
+) {
+    if for_generation == *generation {
+        end_connection(state, wire, generation);
+    }
+    feed(state, |core| core.on_send_failed(out, error));
+}
+
 /// Marks the current connection as gone, so frames queued for it are recognised as unsent.
 fn end_connection<S>(state: &Mutex<State<S>>, wire: &Mutex<Option<Socket>>, generation: &mut u64) {
     *lock(wire) = None;
@@ -564,15 +575,15 @@ fn end_connection<S>(state: &Mutex<State<S>>, wire: &Mutex<Option<Socket>>, gene
     lock(state).generation = *generation;
 }
 
-async fn close_socket(ws: &mut Socket, code: Option<u16>, reason: Option<&'static str>) {
-    let frame = code.map(|code| CloseFrame {
+async fn close_socket(ws: &mut Socket, code: u16, reason: Option<&'static str>) {
+    let frame = CloseFrame {
         code: CloseCode::from(code),
         reason: reason.unwrap_or("").into(),
-    });
+    };
     // Send it and wait for the worker's reply, so it sees the code we sent; bounded, as a
     // peer that stopped reading must not hold the task.
     let _ = tokio::time::timeout(delay(CLOSE_HANDSHAKE_LIMIT_MS), async {
-        let _ = ws.close(frame).await;
+        let _ = ws.close(Some(frame)).await;
         while let Some(Ok(_)) = ws.next().await {}
     })
     .await;

@@ -9,7 +9,7 @@
 // NAPI_RS_FORCE_WASI (napi-rs's own switch): `error` loads the WebAssembly build and nothing
 // native; `true` prefers it and falls back to native.
 
-const { PACKAGE, SUPPORTED, hostPlatform, runtimeName, once } = require('./platform.js')
+const { PACKAGE, SUPPORTED, hostPlatform, runtimeName, failedLoads, once } = require('./platform.js')
 
 /** The generated loader's error keeps each attempt's message in a chain of `cause`s. */
 function attempts(error) {
@@ -27,7 +27,7 @@ function nativeFailure(error) {
   if (!SUPPORTED.includes(platform)) {
     why = `there is no prebuilt binary for this platform, ${platform} (${runtimeName()})`
   } else {
-    const found = attempts(error).filter((m) => !/Cannot find module|MODULE_NOT_FOUND/.test(m))
+    const found = failedLoads(attempts(error))
     why =
       found.length > 0
         ? `the prebuilt binary for ${platform} (${runtimeName()}) was found but did not load: ${found.join('; ')}`

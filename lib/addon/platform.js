@@ -44,6 +44,12 @@ function runtimeName() {
   return `Node.js ${process.version}`
 }
 
+/** The messages of failed loads that found a file and could not load it (a missing file is no
+ *  news: it is what "not installed" means). */
+function failedLoads(messages) {
+  return messages.filter((m) => !/Cannot find module|MODULE_NOT_FOUND/.test(m))
+}
+
 /** `load()` run on the first call only; what it returned, or threw, is what every call gets. */
 function once(load) {
   let outcome
@@ -60,4 +66,4 @@ function once(load) {
   }
 }
 
-module.exports = { PACKAGE, SUPPORTED, hostPlatform, runtimeName, once }
+module.exports = { PACKAGE, SUPPORTED, hostPlatform, runtimeName, failedLoads, once }

@@ -7,7 +7,7 @@
 // its clients on the WebAssembly build against it.
 
 const path = require('path')
-const { PACKAGE, hostPlatform, runtimeName, once } = require('./platform.js')
+const { PACKAGE, hostPlatform, runtimeName, failedLoads, once } = require('./platform.js')
 
 function load() {
   const platform = hostPlatform()
@@ -20,7 +20,7 @@ function load() {
       failures.push(error)
     }
   }
-  const found = failures.map((e) => String(e && e.message)).filter((m) => !/Cannot find module|MODULE_NOT_FOUND/.test(m))
+  const found = failedLoads(failures.map((e) => String(e && e.message)))
   const error = new Error(
     `${PACKAGE}/testing needs the native addon, and ${
       found.length > 0
