@@ -7,7 +7,7 @@
 // Loads nothing yet: the addon (native, else its WebAssembly build) is loaded by the first client
 // that has a socket, so an import or a no-op client costs no native code and cannot fail.
 const { binding } = require('./addon/binding.js')
-const { PACKAGE } = require('./addon/platform.js')
+const { PACKAGE, hasLibuv } = require('./addon/platform.js')
 
 const URL_ENV = 'NORSK_WORKER_WS_URL'
 const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
@@ -134,13 +134,30 @@ function socketClient(handlers, url, token, name, opts) {
   // The socket transport, when the product supplies the socket class (or the WebAssembly build
   // needs one); else native.
   let transport
-  const core = Socket ? Client.jsSocket(options) : Client.native(options, dispatchFromRuntime)
+  // On Node the JavaScript thread reads the native socket itself while it is free to (libuv
+  // calls `readable`); elsewhere the client's own thread reads it and hands over each event.
+  const readsHere = !Socket && hasLibuv()
+  const core = Socket
+    ? Client.jsSocket(options)
+    : Client.native(options, dispatchFromRuntime, readsHere ? readable : undefined)
   if (Socket) transport = jsSocketTransport(Socket, url, () => core, (actions) => run(actions))
 
   // Called through the threadsafe function: an exception here would be fatal to the process.
+  // After the client's thread's events, this thread reads what they held back (or takes the
+  // socket it was offered).
   function dispatchFromRuntime(actions) {
     try {
       run(actions)
+      if (readsHere) readable()
+    } catch (e) {
+      reportGlueError(e)
+    }
+  }
+
+  // Each frame's handlers are called before the next frame is read, as with any WebSocket.
+  function readable() {
+    try {
+      for (let actions = core.readSocket(); actions !== null; actions = core.readSocket()) run(actions)
     } catch (e) {
       reportGlueError(e)
     }

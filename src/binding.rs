@@ -8,7 +8,9 @@
 //! synchronously on the JavaScript thread as the reference client does.
 
 #[cfg(not(target_family = "wasm"))]
-use crate::native::{JsSink, JsWork, NativeClient, Status};
+use crate::native::{JsRead, JsSink, JsWork, NativeClient, Status};
+#[cfg(unix)]
+use crate::uv;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{
     Action, Call, Config, HandlerKind, HandlerOutcome, Protocol, StateOutcome, Timer, TooLarge,
@@ -17,8 +19,12 @@ use napi::bindgen_prelude::*;
 #[cfg(not(target_family = "wasm"))]
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
+#[cfg(not(target_family = "wasm"))]
+use std::cell::RefCell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+#[cfg(not(target_family = "wasm"))]
+use std::rc::Rc;
 #[cfg(not(target_family = "wasm"))]
 use std::sync::{Arc, Mutex};
 
@@ -176,6 +182,8 @@ enum Transport {
     Native {
         client: NativeClient<TsfnSink>,
         shown: Arc<Shown>,
+        /// Where the JavaScript thread reads the socket itself (Node, with libuv).
+        reads: Option<Rc<RefCell<SocketReads>>>,
     },
     JsSocket(Box<Protocol>),
 }
@@ -196,6 +204,7 @@ impl Client {
         env: Env,
         options: ClientOptions,
         dispatch: Function<Vec<JsAction>, ()>,
+        readable: Option<Function<(), ()>>,
     ) -> Result<Client> {
         let shown = Arc::new(Shown::default());
         let shown_by_dispatch = shown.clone();
@@ -207,14 +216,196 @@ impl Client {
                 shown_by_dispatch.adopt(ctx.value.status);
                 Ok(ctx.value.actions.into_iter().filter_map(to_js).collect())
             })?;
+        let reads = match readable {
+            Some(readable) => SocketReads::new(&env, readable)?,
+            None => None,
+        };
         let url = options.url.clone();
-        let client = NativeClient::start(core(options, true), url, TsfnSink(tsfn))
+        let client = NativeClient::start(core(options, true), url, TsfnSink(tsfn), reads.is_some())
             .map_err(Error::from_reason)?;
-        // A worker thread that ends without close() must not leave its socket behind.
-        env.add_env_cleanup_hook(client.clone(), |client| client.shutdown())?;
+        let reads = reads.map(|reads| Rc::new(RefCell::new(reads)));
+        // A worker thread that ends without close() must not leave its socket, or a poll on
+        // its event loop, behind.
+        let cleanup = (client.clone(), reads.clone());
+        env.add_env_cleanup_hook(cleanup, |(client, reads)| {
+            if let Some(reads) = reads {
+                reads.borrow_mut().stop();
+            }
+            client.shutdown();
+        })?;
         Ok(Client {
-            transport: Transport::Native { client, shown },
+            transport: Transport::Native {
+                client,
+                shown,
+                reads,
+            },
         })
+    }
+
+    /// Reads one frame on the JavaScript thread and returns what it asks of the glue; null when
+    /// there is nothing (more) to read here. Takes the socket first if it is on offer.
+    #[napi]
+    pub fn read_socket(&mut self) -> Result<Option<Vec<JsAction>>> {
+        let Transport::Native {
+            client,
+            shown,
+            reads: Some(reads),
+        } = &self.transport
+        else {
+            return Ok(None);
+        };
+        if let Some(socket) = client.take_offered() {
+            reads.borrow_mut().poll(socket)?;
+        }
+        Ok(match client.read_here() {
+            JsRead::Event(work) => {
+                shown.adopt(work.status);
+                Some(work.actions.into_iter().filter_map(to_js).collect())
+            }
+            JsRead::Idle => None,
+            JsRead::NotOurs => {
+                reads.borrow_mut().stop();
+                None
+            }
+        })
+    }
+}
+
+/// The JavaScript thread's half of reading the socket itself: a libuv poll on Node's loop that
+/// calls the glue's `readable` function, which reads through `readSocket`.
+#[cfg(unix)]
+struct SocketReads {
+    uv_loop: *mut std::ffi::c_void,
+    /// Boxed: the poll's callback finds it by address.
+    target: Box<ReadTarget>,
+    poll: Option<uv::Poll>,
+}
+
+#[cfg(unix)]
+struct ReadTarget {
+    env: napi::sys::napi_env,
+    readable: FunctionRef<(), ()>,
+    async_context: napi::sys::napi_async_context,
+}
+
+#[cfg(unix)]
+impl SocketReads {
+    /// None where the JavaScript thread cannot poll sockets (no libuv, or not a Unix).
+    fn new(env: &Env, readable: Function<(), ()>) -> Result<Option<SocketReads>> {
+        if !uv::available() {
+            return Ok(None);
+        }
+        let Ok(uv_loop) = env.get_uv_event_loop() else {
+            return Ok(None);
+        };
+        let name = env.create_string("ctl-migration:socket")?;
+        let mut async_context = std::ptr::null_mut();
+        // SAFETY: a valid env and string; the context is destroyed with the target.
+        let status = unsafe {
+            napi::sys::napi_async_init(
+                env.raw(),
+                std::ptr::null_mut(),
+                name.raw(),
+                &mut async_context,
+            )
+        };
+        if status != napi::sys::Status::napi_ok {
+            return Err(Error::from_reason(format!(
+                "napi_async_init failed ({status})"
+            )));
+        }
+        Ok(Some(SocketReads {
+            uv_loop: uv_loop.cast(),
+            target: Box::new(ReadTarget {
+                env: env.raw(),
+                readable: readable.create_ref()?,
+                async_context,
+            }),
+            poll: None,
+        }))
+    }
+
+    /// Polls `socket` from now on (a connection's copy of it, each time it is taken).
+    fn poll(&mut self, socket: std::net::TcpStream) -> Result<()> {
+        self.stop();
+        let target: *mut ReadTarget = &mut *self.target;
+        // SAFETY: the loop is this thread's (this runs on the JavaScript thread that made it),
+        // and the target outlives the poll: the poll is stopped before the target goes.
+        let poll = unsafe { uv::Poll::start(self.uv_loop, socket, on_readable, target.cast()) }
+            .map_err(Error::from_reason)?;
+        self.poll = Some(poll);
+        Ok(())
+    }
+
+    fn stop(&mut self) {
+        self.poll = None;
+    }
+}
+
+#[cfg(unix)]
+impl Drop for SocketReads {
+    fn drop(&mut self) {
+        self.stop();
+        // SAFETY: the context was made by napi_async_init on this env.
+        unsafe { napi::sys::napi_async_destroy(self.target.env, self.target.async_context) };
+    }
+}
+
+/// libuv's callback: the socket is readable (or failed). Calls the glue's `readable` as a
+/// top-level callback, so promise jobs and `process.nextTick`s run after it as after any event.
+#[cfg(unix)]
+unsafe extern "C" fn on_readable(handle: *mut std::ffi::c_void, _status: i32, _events: i32) {
+    use napi::sys;
+    let target = uv::data(handle).cast::<ReadTarget>();
+    let Some(target) = target.as_ref() else {
+        return;
+    };
+    let env = target.env;
+    let mut scope = std::ptr::null_mut();
+    if sys::napi_open_handle_scope(env, &mut scope) != sys::Status::napi_ok {
+        return;
+    }
+    if let Ok(readable) = target.readable.borrow_back(&Env::from_raw(env)) {
+        let mut receiver = std::ptr::null_mut();
+        let mut result = std::ptr::null_mut();
+        // Node-API wants an object to call it on.
+        sys::napi_get_global(env, &mut receiver);
+        let status = sys::napi_make_callback(
+            env,
+            target.async_context,
+            receiver,
+            readable.raw(),
+            0,
+            std::ptr::null(),
+            &mut result,
+        );
+        if status == sys::Status::napi_pending_exception {
+            // What any event handler's uncaught exception would do.
+            let mut error = std::ptr::null_mut();
+            sys::napi_get_and_clear_last_exception(env, &mut error);
+            sys::napi_fatal_exception(env, error);
+        }
+    }
+    sys::napi_close_handle_scope(env, scope);
+}
+
+/// Off Unix the JavaScript thread never reads the socket (libuv's poll takes a different kind
+/// of handle there): the runtime thread does all the reading, as on Bun and Deno.
+#[cfg(all(not(unix), not(target_family = "wasm")))]
+enum SocketReads {}
+
+#[cfg(all(not(unix), not(target_family = "wasm")))]
+impl SocketReads {
+    fn new(_env: &Env, _readable: Function<(), ()>) -> Result<Option<SocketReads>> {
+        Ok(None)
+    }
+
+    fn poll(&mut self, _socket: std::net::TcpStream) -> Result<()> {
+        match *self {}
+    }
+
+    fn stop(&mut self) {
+        match *self {}
     }
 }
 
@@ -433,7 +624,7 @@ impl Client {
     fn run<R>(&mut self, f: impl FnOnce(&mut Protocol) -> R) -> (R, Vec<JsAction>) {
         match &mut self.transport {
             #[cfg(not(target_family = "wasm"))]
-            Transport::Native { client, shown } => {
+            Transport::Native { client, shown, .. } => {
                 let (result, work) = client.with_core(f);
                 // JavaScript is now up to date with what it just did.
                 shown.adopt(work.status);

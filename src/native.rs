@@ -1,43 +1,47 @@
-//! The native transport: a tokio-tungstenite socket per client, driven on one runtime thread
-//! shared by every client in the process, so the socket lives on while the product's JavaScript
-//! thread is busy. The protocol core sits behind a mutex: the runtime thread feeds it socket
-//! events, the JavaScript thread feeds it the product's calls. What the core asks for goes
-//! through one ordered control queue to the connection task, except a frame the JavaScript
-//! thread can write itself: with nothing queued ahead of it, the product's answer is written on
-//! the socket there and then, without waking the runtime thread.
+//! The native transport: a WebSocket per client ([`crate::wire`]), a connection task for it on
+//! one runtime thread shared by every client in the process, and the protocol core behind one
+//! mutex with the socket.
+//!
+//! Who reads the socket, and so which thread the kernel wakes for a frame:
+//! - The runtime thread connects, sends the hello, and reads until the JavaScript thread can
+//!   take over; it takes the socket back for every heartbeat tick and whenever a write must
+//!   wait, and keeps it while JavaScript does not come to take it. So the hello goes out, pings
+//!   are answered and the heartbeat kept while the product's JavaScript is blocked for seconds.
+//! - On Node the JavaScript thread reads it the rest of the time, woken by libuv for the socket
+//!   itself: a frame costs one wake-up, as with a JavaScript client, and the handler's answer is
+//!   written there and then. Where there is no libuv (Bun, Deno) the runtime thread reads all
+//!   the time and hands each event to JavaScript through a threadsafe function.
+//!
+//! Either way the core takes in events in the order they were read, and JavaScript runs their
+//! handlers in that order: the JavaScript thread reads only when nothing the runtime thread
+//! handed it is still waiting to run.
 
-use crate::tls::tls_config;
-use ctl_migration_core::frames::MAX_FRAME_BYTES;
+use crate::wire::{connect, would_block, Ws};
 use ctl_migration_core::protocol::{
     Action, Outbound, Protocol, Role, Timer, CLOSE_HANDSHAKE_LIMIT_MS,
 };
-use ctl_migration_runtime::{discard_until_closed, runtime};
-use futures_util::{Sink, StreamExt};
+use ctl_migration_runtime::runtime;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
-use std::time::Duration;
-use tokio::net::TcpStream;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-use tokio_tungstenite::{
-    connect_async_tls_with_config, Connector, MaybeTlsStream, WebSocketStream,
-};
+use tungstenite::error::Error as WsError;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::CloseFrame;
+use tungstenite::Message;
 
 /// The runtime thread's name, which the smoke suite and the tests count threads by.
 const RUNTIME_THREAD: &str = "ctl-migration";
 
 /// Work the connection task does on behalf of the core, in the order the core asked for it.
-#[derive(Debug)]
 enum Control {
     Open,
     /// A frame for the connection of this generation; a later connection never sends it.
     Send(Outbound, u64),
-    /// The JavaScript thread wrote this frame into the socket but could not flush it all.
+    /// A frame written into the socket that could not be flushed all at once.
     Flush(Outbound, u64),
     /// Writing this frame on the JavaScript thread failed.
     Failed(Outbound, u64, String),
@@ -45,8 +49,20 @@ enum Control {
     StartTimer(Timer, f64),
     CancelTimer(Timer),
     Ping,
+    /// A connection the JavaScript thread saw end, to be closed properly.
+    Retire(Box<Ws>, Retire),
     /// Look at the core again: it may have finished.
     Wake,
+}
+
+/// How a connection that ended while being read is let go of.
+enum Retire {
+    /// The worker closed: flush tungstenite's reply, so it sees a clean close rather than 1006.
+    Reply,
+    /// The worker broke the protocol: tell it why, then drain what it still sends.
+    Unreadable(u16, &'static str),
+    /// The connection itself is gone.
+    Drop,
 }
 
 /// The client's state as JavaScript reads it (`role`, `migrationId`, `connected`).
@@ -65,23 +81,47 @@ pub struct Status {
 
 /// What the JavaScript side must do after one event: adopt the new state if it changed, then
 /// log lines and handler calls, in order.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct JsWork {
     pub status: Option<Status>,
     pub actions: Vec<Action>,
+    /// Held while the runtime thread's delivery waits to run; see [`State::undelivered`].
+    _pending: Option<Undelivered>,
+}
+
+/// One delivery from the runtime thread that JavaScript has not run yet; counted down when
+/// JavaScript takes it.
+struct Undelivered(Arc<AtomicUsize>);
+
+impl Drop for Undelivered {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
 }
 
 pub trait JsSink: Send + Sync + 'static {
     fn deliver(&self, work: JsWork);
 }
 
-/// The open socket, shared: the runtime thread reads it and writes what it is asked to; the
-/// JavaScript thread writes on it directly (see [`route`]). Each locks it for one poll at a time.
-type Wire = Arc<Mutex<Option<Socket>>>;
+/// Which thread reads the open socket.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    Runtime,
+    JavaScript,
+}
 
 struct State<S> {
     core: Protocol,
-    wire: Wire,
+    socket: Option<Ws>,
+    reader: Reader,
+    /// The JavaScript thread can read sockets itself (it has libuv).
+    js_reads: bool,
+    /// The runtime thread has offered JavaScript the socket; JavaScript takes it when it next
+    /// reads, after everything handed to it before the offer.
+    offered: bool,
+    /// Deliveries handed to JavaScript that have not run yet: while there are any, the
+    /// JavaScript thread does not read, so no later frame overtakes them.
+    undelivered: Arc<AtomicUsize>,
     /// Frames on the control queue the connection task has not put into the socket yet: while
     /// there are any, a frame from the JavaScript thread queues behind them, to keep the order.
     queued_sends: usize,
@@ -92,6 +132,35 @@ struct State<S> {
     js: Option<Arc<S>>,
     /// The last state handed to JavaScript.
     status: Status,
+    /// The core's clock, read by both threads.
+    epoch: Instant,
+}
+
+impl<S> State<S> {
+    fn now_ms(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// The current connection is gone: frames queued for it are recognised as unsent, and the
+    /// next one starts with the runtime thread reading.
+    fn end_connection(&mut self) -> Option<Ws> {
+        self.generation += 1;
+        self.reader = Reader::Runtime;
+        self.offered = false;
+        self.socket.take()
+    }
+
+    /// The runtime thread reads (and waits for) the socket from now on.
+    fn reclaim(&mut self) -> std::io::Result<()> {
+        self.offered = false;
+        if self.reader == Reader::JavaScript {
+            if let Some(ws) = self.socket.as_mut() {
+                ws.get_mut().tcp_mut().register()?;
+            }
+            self.reader = Reader::Runtime;
+        }
+        Ok(())
+    }
 }
 
 pub struct NativeClient<S: JsSink> {
@@ -106,16 +175,30 @@ impl<S: JsSink> Clone for NativeClient<S> {
     }
 }
 
+/// What one read on the JavaScript thread found.
+pub enum JsRead {
+    /// A frame (or a ping, or the end of the connection) was taken in; this is what it asks
+    /// of JavaScript.
+    Event(JsWork),
+    /// Nothing to read now, or not yet: the poll will say when.
+    Idle,
+    /// The JavaScript thread does not read this socket (any more): stop polling it.
+    NotOurs,
+}
+
 impl<S: JsSink> NativeClient<S> {
     /// Starts the connection task on the shared runtime thread; it connects once the core asks
-    /// (`Protocol::start`).
-    pub fn start(core: Protocol, url: String, js: S) -> Result<Self, String> {
+    /// (`Protocol::start`). With `js_reads` the JavaScript thread will be offered the socket.
+    pub fn start(core: Protocol, url: String, js: S, js_reads: bool) -> Result<Self, String> {
         let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
-        let wire: Wire = Arc::new(Mutex::new(None));
         let state = Arc::new(Mutex::new(State {
             core,
-            wire: wire.clone(),
+            socket: None,
+            reader: Reader::Runtime,
+            js_reads,
+            offered: false,
+            undelivered: Arc::new(AtomicUsize::new(0)),
             queued_sends: 0,
             generation: 0,
             control,
@@ -126,8 +209,9 @@ impl<S: JsSink> NativeClient<S> {
                 migration_id: None,
                 connected: false,
             },
+            epoch: Instant::now(),
         }));
-        runtime.spawn(drive(state.clone(), wire, rx, url));
+        runtime.spawn(drive(state.clone(), rx, url));
         Ok(NativeClient { state })
     }
 
@@ -144,6 +228,40 @@ impl<S: JsSink> NativeClient<S> {
     /// Reads the core without changing it.
     pub fn read<R>(&self, f: impl FnOnce(&Protocol) -> R) -> R {
         f(&lock(&self.state).core)
+    }
+
+    /// The JavaScript thread takes the socket it was offered, if the offer still stands: the
+    /// runtime thread stops waiting for it, and the caller polls the returned copy of it.
+    pub fn take_offered(&self) -> Option<std::net::TcpStream> {
+        let mut state = lock(&self.state);
+        if !std::mem::take(&mut state.offered) || state.reader != Reader::Runtime {
+            return None;
+        }
+        let tcp = state.socket.as_mut()?.get_mut().tcp_mut();
+        let copy = tcp.duplicate().ok()?;
+        tcp.unregister();
+        state.reader = Reader::JavaScript;
+        Some(copy)
+    }
+
+    /// Reads one frame on the JavaScript thread, if it is the socket's reader.
+    pub fn read_here(&self) -> JsRead {
+        let mut state = lock(&self.state);
+        if state.reader != Reader::JavaScript || state.socket.is_none() {
+            return JsRead::NotOurs;
+        }
+        if state.undelivered.load(Ordering::Acquire) > 0 {
+            // Those deliveries read again once they have run.
+            return JsRead::Idle;
+        }
+        match read_one(&mut state, Caller::JavaScript) {
+            Read::Event(work) => JsRead::Event(work),
+            Read::Blocked => JsRead::Idle,
+            Read::Ended(work, ws, how) => {
+                let _ = state.control.send(Control::Retire(ws, how));
+                JsRead::Event(work)
+            }
+        }
     }
 
     /// After `close()`: make the task notice even if it has nothing else to do.
@@ -181,34 +299,20 @@ enum Written {
     /// In the socket's own buffer; the connection task must flush the rest.
     Unflushed,
     Failed(String),
-    /// Not attempted (the socket is busy on the other thread, or not writable now): queue it.
+    /// Not attempted (there is no socket now, or frames are queued ahead of it): queue it.
     Busy,
 }
 
 /// Writes `out` on the socket from the JavaScript thread without waiting for anything.
-fn write_now(wire: &Mutex<Option<Socket>>, out: &Outbound) -> Written {
-    let Ok(mut slot) = wire.try_lock() else {
+fn write_now(socket: Option<&mut Ws>, out: &Outbound) -> Written {
+    let Some(ws) = socket else {
         return Written::Busy;
     };
-    let Some(ws) = slot.as_mut() else {
-        return Written::Busy;
-    };
-    // Polled once, never awaited: whatever would wait goes to the connection task, which polls
-    // again with its own waker.
-    let mut cx = Context::from_waker(Waker::noop());
-    let mut ws = Pin::new(ws);
-    match ws.as_mut().poll_ready(&mut cx) {
-        Poll::Ready(Ok(())) => {}
-        Poll::Ready(Err(e)) => return Written::Failed(e.to_string()),
-        Poll::Pending => return Written::Busy,
-    }
-    if let Err(e) = ws.as_mut().start_send(Message::text(out.text.clone())) {
-        return Written::Failed(e.to_string());
-    }
-    match ws.poll_flush(&mut cx) {
-        Poll::Ready(Ok(())) => Written::Sent,
-        Poll::Ready(Err(e)) => Written::Failed(e.to_string()),
-        Poll::Pending => Written::Unflushed,
+    match ws.send(Message::text(out.text.clone())) {
+        Ok(()) => Written::Sent,
+        // tungstenite keeps what it could not write.
+        Err(e) if would_block(&e) => Written::Unflushed,
+        Err(e) => Written::Failed(e.to_string()),
     }
 }
 
@@ -224,7 +328,7 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
             Action::Send(out) => {
                 let direct = caller == Caller::JavaScript && state.queued_sends == 0;
                 match if direct {
-                    write_now(&state.wire, &out)
+                    write_now(state.socket.as_mut(), &out)
                 } else {
                     Written::Busy
                 } {
@@ -265,67 +369,194 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
     JsWork {
         status,
         actions: js,
+        _pending: None,
+    }
+}
+
+/// What one read of the socket came to.
+enum Read {
+    /// A message was taken in.
+    Event(JsWork),
+    /// Nothing more to read now.
+    Blocked,
+    /// The connection ended; the socket is to be let go of as `Retire` says.
+    Ended(JsWork, Box<Ws>, Retire),
+}
+
+/// Reads one message and feeds it to the core, under the lock: whichever thread reads, the
+/// core takes the frames in the order they arrived.
+fn read_one<S>(state: &mut State<S>, caller: Caller) -> Read {
+    let Some(ws) = state.socket.as_mut() else {
+        return Read::Blocked;
+    };
+    let read = ws.read();
+    let now = state.now_ms();
+    let core = &mut state.core;
+    let ended = match read {
+        Ok(Message::Text(text)) => {
+            core.on_traffic(now);
+            core.on_frame(text.as_str());
+            None
+        }
+        Ok(Message::Binary(bytes)) => {
+            // D12: a binary frame is text in UTF-8, as Buffer's toString reads it.
+            core.on_traffic(now);
+            core.on_frame(&String::from_utf8_lossy(&bytes));
+            None
+        }
+        Ok(Message::Close(frame)) => {
+            let (code, reason) = match frame {
+                Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
+                None => (1005, String::new()),
+            };
+            core.on_closed(code, &reason);
+            Some(Retire::Reply)
+        }
+        // Pings are answered by tungstenite itself; pings and pongs prove life.
+        Ok(_) => {
+            core.on_traffic(now);
+            None
+        }
+        Err(e) if would_block(&e) => return Read::Blocked,
+        Err(e) => {
+            core.on_error();
+            // A peer that broke the protocol is told why before the socket goes.
+            Some(match close_for(&e) {
+                Some((code, reason)) => Retire::Unreadable(code, reason),
+                None => Retire::Drop,
+            })
+        }
+    };
+    let ended = ended.and_then(|how| Some((Box::new(state.end_connection()?), how)));
+    let work = route(state, caller);
+    match ended {
+        Some((ws, how)) => Read::Ended(work, ws, how),
+        None => Read::Event(work),
+    }
+}
+
+/// Marks work from the runtime thread as undelivered until JavaScript runs it, and returns it
+/// with the sink to deliver it through (after the lock is released), if there is anything to
+/// deliver. `always` delivers even nothing: an offer of the socket, which JavaScript answers
+/// by reading.
+fn for_js<S>(state: &State<S>, mut work: JsWork, always: bool) -> Option<(JsWork, Arc<S>)> {
+    if !always && work.status.is_none() && work.actions.is_empty() {
+        return None;
+    }
+    let sink = state.js.clone()?;
+    state.undelivered.fetch_add(1, Ordering::AcqRel);
+    work._pending = Some(Undelivered(state.undelivered.clone()));
+    Some((work, sink))
+}
+
+/// Hands work to JavaScript. Called without the lock held: waking the JavaScript thread takes
+/// Node's own lock, and a JavaScript thread that wakes up and calls in must not find ours held.
+/// Only the runtime thread delivers, so the order is kept.
+fn deliver<S: JsSink>(delivery: Option<(JsWork, Arc<S>)>) {
+    if let Some((work, sink)) = delivery {
+        sink.deliver(work);
     }
 }
 
 /// Feeds the core from the runtime thread and hands the JavaScript work to the sink.
-fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol)) {
-    let (work, sink) = {
+fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol, f64)) {
+    let delivery = {
         let mut state = lock(state);
-        f(&mut state.core);
+        let now = state.now_ms();
+        f(&mut state.core, now);
         let work = route(&mut state, Caller::Runtime);
-        (work, state.js.clone())
+        for_js(&state, work, false)
     };
-    // Delivered after the lock is released: waking the JavaScript thread takes Node's own lock,
-    // and a JavaScript thread that wakes up and calls in must not find ours held. Only this
-    // thread delivers, so the order is kept.
-    if work.status.is_some() || !work.actions.is_empty() {
-        if let Some(sink) = sink {
-            sink.deliver(work);
+    deliver(delivery);
+}
+
+/// What the runtime thread's read of the socket came to, with what to hand JavaScript.
+enum Heard<S> {
+    Event(Option<(JsWork, Arc<S>)>),
+    Ended(Option<(JsWork, Arc<S>)>, Box<Ws>, Retire),
+}
+
+/// One read by the runtime thread, if it is the socket's reader and there is something to read.
+fn hear_now<S>(state: &Mutex<State<S>>) -> Option<Heard<S>> {
+    let mut state = lock(state);
+    if state.reader != Reader::Runtime {
+        return None;
+    }
+    match read_one(&mut state, Caller::Runtime) {
+        Read::Blocked => None,
+        Read::Event(work) => Some(Heard::Event(for_js(&state, work, false))),
+        Read::Ended(work, ws, how) => Some(Heard::Ended(for_js(&state, work, false), ws, how)),
+    }
+}
+
+/// The next message on the socket, while the runtime thread is its reader. When there is
+/// nothing to read and JavaScript can read sockets, the socket is offered to it (once).
+async fn hear<S>(state: &Mutex<State<S>>) -> Heard<S> {
+    poll_fn(|cx| loop {
+        if let Some(heard) = hear_now(state) {
+            return Poll::Ready(heard);
+        }
+        let mut state = lock(state);
+        let Some(ws) = state
+            .socket
+            .as_ref()
+            .filter(|_| state.reader == Reader::Runtime)
+        else {
+            // Polled afresh whenever the task wakes for anything else, which includes every
+            // change of reader back to this thread.
+            return Poll::Pending;
+        };
+        let readable = ws.get_ref().tcp().poll_readable(cx);
+        if state.js_reads && !state.offered {
+            state.offered = true;
+            return Poll::Ready(Heard::Event(for_js(&state, JsWork::default(), true)));
+        }
+        match readable {
+            Poll::Pending => return Poll::Pending,
+            // Readable again (or failed, which the next read reports).
+            Poll::Ready(_) => continue,
+        }
+    })
+    .await
+}
+
+/// Takes in, on the runtime thread, whatever has arrived and can be read without waiting.
+async fn drain<S: JsSink>(state: &Mutex<State<S>>, write_limit: Duration) {
+    while let Some(heard) = hear_now(state) {
+        if !take(heard, write_limit).await {
+            break;
         }
     }
 }
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-fn socket_config() -> WebSocketConfig {
-    // Inbound frames over the cap are refused from their header, never buffered.
-    WebSocketConfig::default()
-        .max_message_size(Some(MAX_FRAME_BYTES))
-        .max_frame_size(Some(MAX_FRAME_BYTES))
-}
-
-async fn connect(url: String) -> Result<Socket, String> {
-    // wss only ever through rustls with our trust store; ws stays plain. tungstenite neither
-    // follows redirects nor falls back from wss to ws.
-    let connector = if url.starts_with("wss:") {
-        Some(Connector::Rustls(tls_config()?))
-    } else {
-        None
-    };
-    match connect_async_tls_with_config(url, Some(socket_config()), true, connector).await {
-        Ok((socket, _response)) => Ok(socket),
-        Err(e) => Err(e.to_string()),
+/// Hands JavaScript what was heard and, if the connection ended, lets go of it (false then).
+async fn take<S: JsSink>(heard: Heard<S>, write_limit: Duration) -> bool {
+    match heard {
+        Heard::Event(delivery) => {
+            deliver(delivery);
+            true
+        }
+        Heard::Ended(delivery, ws, how) => {
+            deliver(delivery);
+            retire(ws, how, write_limit).await;
+            false
+        }
     }
 }
 
-type Connecting = Pin<Box<dyn Future<Output = Result<Socket, String>> + Send>>;
+type Connecting = Pin<Box<dyn Future<Output = Result<Ws, String>> + Send>>;
 
 /// The connection task: one per client, for its whole life. It carries out the core's socket
 /// work and runs the core's timers; every rule about when is the core's.
 async fn drive<S: JsSink>(
     state: Arc<Mutex<State<S>>>,
-    wire: Wire,
     mut control: mpsc::UnboundedReceiver<Control>,
     url: String,
 ) {
     let mut connecting: Option<Connecting> = None;
     // One clock per core timer, by `Timer::index`.
     let mut timers: [Option<Sleep>; 4] = Default::default();
-    let epoch = Instant::now();
-    let now_ms = move || epoch.elapsed().as_secs_f64() * 1000.0;
     let write_limit = delay(lock(&state).core.write_limit_ms());
-    let mut generation = 0u64;
 
     loop {
         tokio::select! {
@@ -333,39 +564,34 @@ async fn drive<S: JsSink>(
                 let Some(ctl) = ctl else { break };
                 match ctl {
                     Control::Open => {
-                        *lock(&wire) = None;
-                        connecting = Some(Box::pin(connect(url.clone())));
+                        let url = url.clone();
+                        connecting = Some(Box::pin(async move { connect(&url).await }));
                     }
                     Control::Send(out, for_generation) => {
-                        let taken = || lock(&state).queued_sends -= 1;
-                        let result = if for_generation == generation {
-                            send(&wire, Message::text(out.text.clone()), write_limit, taken).await
-                        } else {
-                            taken();
-                            Err("the connection it was meant for has ended".to_owned())
-                        };
-                        if let Err(error) = result {
-                            send_failed(&state, &wire, &mut generation, for_generation, out, &error);
+                        lock(&state).queued_sends -= 1;
+                        let message = Message::text(out.text.clone());
+                        if let Err(error) = write(&state, Some(message), for_generation, write_limit).await {
+                            send_failed(&state, for_generation, out, &error);
                         }
                     }
                     Control::Flush(out, for_generation) => {
-                        let result = if for_generation == generation && lock(&wire).is_some() {
-                            within(write_limit, on_socket(&wire, |ws, cx| Pin::new(ws).poll_flush(cx))).await
-                        } else {
-                            Err("the connection it was meant for has ended".to_owned())
-                        };
-                        if let Err(error) = result {
-                            send_failed(&state, &wire, &mut generation, for_generation, out, &error);
+                        if let Err(error) = write(&state, None, for_generation, write_limit).await {
+                            send_failed(&state, for_generation, out, &error);
                         }
                     }
                     Control::Failed(out, for_generation, error) => {
-                        send_failed(&state, &wire, &mut generation, for_generation, out, &error);
+                        send_failed(&state, for_generation, out, &error);
                     }
                     Control::Ping => {
-                        if lock(&wire).is_some() {
-                            if let Err(error) = send(&wire, Message::Ping(Default::default()), write_limit, || {}).await {
-                                end_connection(&state, &wire, &mut generation);
-                                feed(&state, |core| core.on_stalled(&format!("ping failed: {error}")));
+                        let generation = lock(&state).generation;
+                        if let Err(error) = write(&state, Some(Message::Ping(Default::default())), generation, write_limit).await {
+                            let ended = {
+                                let mut state = lock(&state);
+                                (state.generation == generation).then(|| state.end_connection()).flatten()
+                            };
+                            if let Some(ws) = ended {
+                                drop(ws);
+                                feed(&state, |core, _| core.on_stalled(&format!("ping failed: {error}")));
                             }
                         }
                     }
@@ -373,14 +599,14 @@ async fn drive<S: JsSink>(
                         connecting = None;
                         // With a code it is the product's close: tell the worker. Without, the
                         // core gave up on the socket (it stalled or broke): just drop it.
-                        let taken = lock(&wire).take();
-                        if let (Some(mut ws), Some(code)) = (taken, code) {
-                            close_socket(&mut ws, code, reason).await;
+                        let taken = lock(&state).end_connection();
+                        if let (Some(ws), Some(code)) = (taken, code) {
+                            close_socket(ws, code, reason).await;
                         }
-                        end_connection(&state, &wire, &mut generation);
                     }
                     Control::StartTimer(timer, delay_ms) => timers[timer.index()] = Some(Box::pin(tokio::time::sleep(delay(delay_ms)))),
                     Control::CancelTimer(timer) => timers[timer.index()] = None,
+                    Control::Retire(ws, how) => retire(ws, how, write_limit).await,
                     Control::Wake => {}
                 }
             }
@@ -388,66 +614,36 @@ async fn drive<S: JsSink>(
                 connecting = None;
                 match result {
                     Ok(ws) => {
-                        *lock(&wire) = Some(ws);
-                        feed(&state, |core| core.on_open(now_ms()));
+                        lock(&state).socket = Some(ws);
+                        feed(&state, |core, now| core.on_open(now));
                     }
-                    Err(error) => {
-                        feed(&state, |core| core.on_open_failed(&error));
-                    }
+                    Err(error) => feed(&state, |core, _| core.on_open_failed(&error)),
                 }
             }
-            msg = on_socket(&wire, |ws, cx| ws.poll_next_unpin(cx)) => {
-                let now = now_ms();
-                match msg {
-                    Some(Ok(Message::Text(text))) => feed(&state, |core| {
-                        core.on_traffic(now);
-                        core.on_frame(text.as_str());
-                    }),
-                    Some(Ok(Message::Binary(bytes))) => {
-                        // D12: a binary frame is text in UTF-8, as Buffer's toString reads it.
-                        let text = String::from_utf8_lossy(&bytes).into_owned();
-                        feed(&state, |core| {
-                            core.on_traffic(now);
-                            core.on_frame(&text);
-                        })
-                    }
-                    Some(Ok(Message::Close(frame))) => {
-                        // tungstenite queued the close reply; flush it so the worker sees a
-                        // clean close rather than 1006.
-                        if lock(&wire).is_some() {
-                            let _ = within(write_limit, on_socket(&wire, |ws, cx| Pin::new(ws).poll_flush(cx))).await;
-                        }
-                        let (code, reason) = match frame {
-                            Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
-                            None => (1005, String::new()),
-                        };
-                        end_connection(&state, &wire, &mut generation);
-                        feed(&state, |core| core.on_closed(code, &reason))
-                    }
-                    // Pings are answered by tungstenite itself; pings and pongs prove life.
-                    Some(Ok(_)) => feed(&state, |core| core.on_traffic(now)),
-                    Some(Err(error)) => {
-                        // A peer that broke the protocol is told why before the socket goes.
-                        let taken = lock(&wire).take();
-                        if let (Some(mut ws), Some((code, reason))) = (taken, close_for(&error)) {
-                            close_unreadable(&mut ws, code, reason).await;
-                        }
-                        end_connection(&state, &wire, &mut generation);
-                        feed(&state, |core| core.on_error())
-                    }
-                    None => {
-                        end_connection(&state, &wire, &mut generation);
-                        feed(&state, |core| core.on_error())
-                    }
-                }
+            heard = hear(&state) => {
+                take(heard, write_limit).await;
             }
             timer = fired(&mut timers) => {
-                let now = now_ms();
-                feed(&state, |core| core.on_timer(timer, now));
+                if matches!(timer, Timer::Ping | Timer::Silence) {
+                    // The heartbeat is this thread's: take the socket back (JavaScript may be
+                    // blocked) and take in what has arrived before the core decides.
+                    let reclaimed = lock(&state).reclaim();
+                    if let Err(error) = reclaimed {
+                        let ws = lock(&state).end_connection();
+                        drop(ws);
+                        feed(&state, |core, _| core.on_stalled(&format!("cannot wait for the socket: {error}")));
+                    }
+                    drain(&state, write_limit).await;
+                }
+                feed(&state, |core, now| core.on_timer(timer, now));
             }
         }
 
-        if connecting.is_none() && lock(&wire).is_none() && lock(&state).core.is_finished() {
+        let done = {
+            let state = lock(&state);
+            connecting.is_none() && state.socket.is_none() && state.core.is_finished()
+        };
+        if done {
             break;
         }
     }
@@ -474,26 +670,13 @@ async fn fired(timers: &mut [Option<Sleep>; 4]) -> Timer {
     .await
 }
 
-/// Polls `f` on the open socket, holding it only for each poll; pending while there is none
-/// (only this task opens and drops it, and it polls afresh after doing so).
-async fn on_socket<R>(
-    wire: &Mutex<Option<Socket>>,
-    mut f: impl FnMut(&mut Socket, &mut Context<'_>) -> Poll<R>,
-) -> R {
-    poll_fn(|cx| match lock(wire).as_mut() {
-        Some(ws) => f(ws, cx),
-        None => Poll::Pending,
-    })
-    .await
-}
-
-/// A write that a peer which stops reading cannot make last longer than `limit`.
-async fn within<E: std::fmt::Display>(
+/// A wait that a peer which stops reading cannot make last longer than `limit`.
+async fn within<T>(
     limit: Duration,
-    write: impl Future<Output = Result<(), E>>,
-) -> Result<(), String> {
-    match tokio::time::timeout(limit, write).await {
-        Ok(result) => result.map_err(|e| e.to_string()),
+    work: impl Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(limit, work).await {
+        Ok(result) => result,
         Err(_) => Err(format!(
             "the worker took no data for {} ms",
             limit.as_millis()
@@ -501,40 +684,59 @@ async fn within<E: std::fmt::Display>(
     }
 }
 
-/// Sends one message on the open socket, bounded by `limit`; `taken` runs once the message is
-/// in the socket's buffer (or could not be), when a later frame may be written after it.
-async fn send(
-    wire: &Mutex<Option<Socket>>,
-    msg: Message,
+const ENDED: &str = "the connection it was meant for has ended";
+
+/// Writes `message` (or, without one, what is already buffered) on the connection of
+/// `generation`, waiting for the socket — on this thread, so it takes the socket back — for no
+/// longer than `limit`.
+async fn write<S>(
+    state: &Mutex<State<S>>,
+    message: Option<Message>,
+    generation: u64,
     limit: Duration,
-    taken: impl FnOnce(),
 ) -> Result<(), String> {
-    if lock(wire).is_none() {
-        taken();
-        return Err("the connection it was meant for has ended".to_owned());
-    }
-    let mut taken = Some(taken);
-    let mut msg = Some(msg);
-    let result = within(limit, async {
-        on_socket(wire, |ws, cx| Pin::new(ws).poll_ready(cx)).await?;
-        let queued = match (lock(wire).as_mut(), msg.take()) {
-            (Some(ws), Some(msg)) => Pin::new(ws).start_send(msg),
-            _ => Err(WsError::AlreadyClosed),
-        };
-        if let Some(taken) = taken.take() {
-            taken();
-        }
-        queued?;
-        on_socket(wire, |ws, cx| Pin::new(ws).poll_flush(cx)).await
-    })
-    .await;
-    if let Some(taken) = taken.take() {
-        taken();
-    }
-    result
+    let mut message = message;
+    within(
+        limit,
+        poll_fn(|cx| {
+            let mut guard = lock(state);
+            let state = &mut *guard;
+            if state.generation != generation {
+                return Poll::Ready(Err(ENDED.to_owned()));
+            }
+            let Some(ws) = state.socket.as_mut() else {
+                return Poll::Ready(Err(ENDED.to_owned()));
+            };
+            let result = match message.take() {
+                Some(message) => ws.send(message),
+                None => ws.flush(),
+            };
+            match result {
+                Ok(()) => Poll::Ready(Ok(())),
+                Err(e) if would_block(&e) => {
+                    if let Err(e) = state.reclaim() {
+                        return Poll::Ready(Err(e.to_string()));
+                    }
+                    let Some(ws) = state.socket.as_ref() else {
+                        return Poll::Ready(Err(ENDED.to_owned()));
+                    };
+                    match ws.get_ref().tcp().poll_blocked(cx) {
+                        Poll::Pending => Poll::Pending,
+                        Poll::Ready(Ok(())) => {
+                            cx.waker().wake_by_ref();
+                            Poll::Pending
+                        }
+                        Poll::Ready(Err(e)) => Poll::Ready(Err(e.to_string())),
+                    }
+                }
+                Err(e) => Poll::Ready(Err(e.to_string())),
+            }
+        }),
+    )
+    .await
 }
 
-async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Socket, String> {
+async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Ws, String> {
     match connecting {
         Some(attempt) => attempt.await,
         None => std::future::pending().await,
@@ -554,38 +756,76 @@ fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
 
 /// D11: a frame that could not be written ends the connection it was for, if that is still the
 /// current one; the core decides what becomes of the frame.
-fn send_failed<S: JsSink>(
-    state: &Mutex<State<S>>,
-    wire: &Mutex<Option<Socket>>,
-    generation: &mut u64,
-    for_generation: u64,
-    out: Outbound,
-    error: &str,
-) {
-    if for_generation == *generation {
-        end_connection(state, wire, generation);
-    }
-    feed(state, |core| core.on_send_failed(out, error));
-}
-
-/// Marks the current connection as gone, so frames queued for it are recognised as unsent.
-fn end_connection<S>(state: &Mutex<State<S>>, wire: &Mutex<Option<Socket>>, generation: &mut u64) {
-    *lock(wire) = None;
-    *generation += 1;
-    lock(state).generation = *generation;
-}
-
-async fn close_socket(ws: &mut Socket, code: u16, reason: Option<&'static str>) {
-    let frame = CloseFrame {
-        code: CloseCode::from(code),
-        reason: reason.unwrap_or("").into(),
+fn send_failed<S: JsSink>(state: &Mutex<State<S>>, generation: u64, out: Outbound, error: &str) {
+    let ended = {
+        let mut state = lock(state);
+        (state.generation == generation)
+            .then(|| state.end_connection())
+            .flatten()
     };
-    // Send it and wait for the worker's reply, so it sees the code we sent; bounded, as a
-    // peer that stopped reading must not hold the task.
-    let _ = tokio::time::timeout(delay(CLOSE_HANDSHAKE_LIMIT_MS), async {
-        let _ = ws.close(Some(frame)).await;
-        while let Some(Ok(_)) = ws.next().await {}
+    drop(ended);
+    feed(state, |core, _| core.on_send_failed(out, error));
+}
+
+/// Lets go of a connection that ended while being read, as `how` says, bounded.
+async fn retire(mut ws: Box<Ws>, how: Retire, write_limit: Duration) {
+    if ws.get_mut().tcp_mut().register().is_err() {
+        return;
+    }
+    match how {
+        Retire::Reply => {
+            let _ = within(write_limit, wait_io(&mut ws, |ws| ws.flush())).await;
+        }
+        Retire::Unreadable(code, reason) => close_unreadable(&mut ws, code, reason).await,
+        Retire::Drop => {}
+    }
+}
+
+/// Runs `op` on a registered socket until it no longer would block.
+async fn wait_io(
+    ws: &mut Ws,
+    mut op: impl FnMut(&mut Ws) -> Result<(), WsError>,
+) -> Result<(), String> {
+    poll_fn(|cx| loop {
+        match op(ws) {
+            Ok(()) => return Poll::Ready(Ok(())),
+            Err(e) if would_block(&e) => match ws.get_ref().tcp().poll_blocked(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Ok(())) => continue,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.to_string())),
+            },
+            Err(e) => return Poll::Ready(Err(e.to_string())),
+        }
     })
+    .await
+}
+
+fn close_frame(code: u16, reason: &'static str) -> CloseFrame {
+    CloseFrame {
+        code: CloseCode::from(code),
+        reason: reason.into(),
+    }
+}
+
+/// The product's close: sends the close frame and waits for the worker's reply, so it sees the
+/// code we sent; bounded, as a peer that stopped reading must not hold the task.
+async fn close_socket(mut ws: Ws, code: u16, reason: Option<&'static str>) {
+    if ws.get_mut().tcp_mut().register().is_err() {
+        return;
+    }
+    let mut frame = Some(close_frame(code, reason.unwrap_or("")));
+    let _ = tokio::time::timeout(
+        delay(CLOSE_HANDSHAKE_LIMIT_MS),
+        wait_io(&mut ws, |ws| {
+            // Once the close is queued, reading flushes it and ends at the worker's reply.
+            if let Some(frame) = frame.take() {
+                ws.close(Some(frame))?;
+            }
+            loop {
+                ws.read()?;
+            }
+        }),
+    )
     .await;
 }
 
@@ -593,13 +833,35 @@ async fn close_socket(ws: &mut Socket, code: u16, reason: Option<&'static str>) 
 /// may still be arriving): sends the close frame, ends our side, and discards what comes until
 /// the peer closes, bounded. Closing with unread input would reset the connection, and a reset
 /// can destroy the close frame before the peer reads it.
-async fn close_unreadable(ws: &mut Socket, code: u16, reason: &'static str) {
-    let frame = CloseFrame {
-        code: CloseCode::from(code),
-        reason: reason.into(),
-    };
-    let _ = tokio::time::timeout(delay(CLOSE_HANDSHAKE_LIMIT_MS), ws.close(Some(frame))).await;
-    discard_until_closed(ws.get_mut(), delay(CLOSE_HANDSHAKE_LIMIT_MS)).await;
+async fn close_unreadable(ws: &mut Ws, code: u16, reason: &'static str) {
+    let limit = delay(CLOSE_HANDSHAKE_LIMIT_MS);
+    let mut frame = Some(close_frame(code, reason));
+    let _ = tokio::time::timeout(
+        limit,
+        wait_io(ws, |ws| {
+            if let Some(frame) = frame.take() {
+                ws.close(Some(frame))?;
+            }
+            ws.flush()
+        }),
+    )
+    .await;
+    ws.get_ref().tcp().shutdown_write();
+    let mut discard = vec![0u8; 64 * 1024];
+    let _ = tokio::time::timeout(
+        limit,
+        wait_io(ws, |ws| {
+            use std::io::Read as _;
+            loop {
+                match ws.get_mut().tcp_mut().read(&mut discard) {
+                    Ok(0) => return Ok(()),
+                    Ok(_) => {}
+                    Err(e) => return Err(WsError::Io(e)),
+                }
+            }
+        }),
+    )
+    .await;
 }
 
 /// The core's milliseconds as a tokio delay, as setTimeout reads them: anything not a positive

@@ -44,6 +44,12 @@ function runtimeName() {
   return `Node.js ${process.version}`
 }
 
+/** Whether the runtime is Node itself, whose libuv the native client can have wake the
+ *  JavaScript thread for its socket (Bun and Deno provide none). */
+function hasLibuv() {
+  return !process.versions.bun && !process.versions.deno && typeof process.versions.uv === 'string'
+}
+
 /** The messages of failed loads that found a file and could not load it (a missing file is no
  *  news: it is what "not installed" means). */
 function failedLoads(messages) {
@@ -66,4 +72,4 @@ function once(load) {
   }
 }
 
-module.exports = { PACKAGE, SUPPORTED, hostPlatform, runtimeName, failedLoads, once }
+module.exports = { PACKAGE, SUPPORTED, hostPlatform, runtimeName, hasLibuv, failedLoads, once }

@@ -13,7 +13,7 @@ use ctl_migration_core::frames::{
     check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES,
 };
 use ctl_migration_core::protocol::{CLOSE_REPLACED, CLOSE_UNAUTHORIZED};
-use ctl_migration_runtime::{discard_until_closed, runtime};
+use ctl_migration_runtime::runtime;
 use futures_util::{SinkExt, StreamExt};
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -22,6 +22,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -1134,6 +1135,21 @@ async fn close_unparseable(ws: &mut Socket, code: u16, reason: &str) {
     };
     let _ = ws.close(Some(frame)).await;
     discard_until_closed(ws.get_mut(), CLOSE_REPLY_TIMEOUT).await;
+}
+
+/// Shuts our writing side, then reads and drops whatever the peer still sends until it closes
+/// or `limit` passes: closing with unread input would make the kernel send a reset, which can
+/// overtake the close frame we just wrote.
+async fn discard_until_closed<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    limit: Duration,
+) {
+    let _ = tokio::time::timeout(limit, async {
+        let _ = stream.shutdown().await;
+        let mut discard = vec![0u8; 64 * 1024];
+        while matches!(stream.read(&mut discard).await, Ok(n) if n > 0) {}
+    })
+    .await;
 }
 
 #[cfg(test)]

@@ -1,0 +1,249 @@
+//! The native client's WebSocket: tungstenite's synchronous protocol over a non-blocking TCP
+//! socket (with rustls for `wss://`), so either thread can read or write it without waiting.
+//!
+//! Which thread waits for the socket changes over a connection's life (see `native.rs`): the
+//! runtime thread connects, and reads whenever the JavaScript thread cannot; on Node the
+//! JavaScript thread reads it the rest of the time, woken by libuv. While the runtime thread is
+//! the one waiting, [`Tcp`] keeps a duplicate of the socket registered with that thread's
+//! reactor; while JavaScript reads, nothing of ours is registered, so an arriving frame wakes
+//! one thread, not two.
+
+use crate::tls::tls_config;
+use ctl_migration_core::frames::MAX_FRAME_BYTES;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConnection, StreamOwned};
+use std::future::poll_fn;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::task::{Context, Poll};
+use tokio::io::Interest;
+use tungstenite::client::IntoClientRequest;
+use tungstenite::error::{Error as WsError, TlsError, UrlError};
+use tungstenite::handshake::HandshakeError;
+use tungstenite::protocol::WebSocketConfig;
+use tungstenite::WebSocket;
+
+pub type Ws = WebSocket<Stream>;
+
+/// The TCP connection under a WebSocket.
+pub struct Tcp {
+    socket: std::net::TcpStream,
+    /// A duplicate of `socket` registered with the runtime thread's reactor, while that thread
+    /// is the one that waits for it.
+    reactor: Option<tokio::net::TcpStream>,
+    /// Which way the last operation that would have blocked was going: what to wait for.
+    blocked: Interest,
+}
+
+impl Tcp {
+    fn io<R>(
+        &mut self,
+        interest: Interest,
+        op: impl FnOnce(&std::net::TcpStream) -> io::Result<R>,
+    ) -> io::Result<R> {
+        // Always the system call itself: the reactor's idea of readiness may be stale (a
+        // registration that is new, or readiness the JavaScript thread used up).
+        let result = op(&self.socket);
+        if matches!(&result, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.blocked = interest;
+            // The reactor must forget the readiness the kernel no longer has, or waiting would
+            // end at once. Only on the runtime thread: its reactor takes in events between
+            // polls of its tasks, never during one, so this cannot erase an event newer than
+            // the call that would have blocked.
+            if let Some(registered) = &self.reactor {
+                if tokio::runtime::Handle::try_current().is_ok() {
+                    let _ = registered
+                        .try_io(interest, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+                }
+            }
+        }
+        result
+    }
+
+    /// Registers the socket with the runtime thread's reactor. On the runtime thread only.
+    pub fn register(&mut self) -> io::Result<()> {
+        if self.reactor.is_none() {
+            self.reactor = Some(tokio::net::TcpStream::from_std(self.socket.try_clone()?)?);
+        }
+        Ok(())
+    }
+
+    /// Takes the socket out of the runtime thread's reactor: the JavaScript thread polls it now.
+    pub fn unregister(&mut self) {
+        self.reactor = None;
+    }
+
+    /// A duplicate of the socket, for the JavaScript thread's poll.
+    pub fn duplicate(&self) -> io::Result<std::net::TcpStream> {
+        self.socket.try_clone()
+    }
+
+    /// Waits (on the runtime thread, registered) until the operation that would have blocked
+    /// last may go on.
+    pub fn poll_blocked(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll(cx, self.blocked)
+    }
+
+    /// Waits (on the runtime thread, registered) until there may be something to read.
+    pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll(cx, Interest::READABLE)
+    }
+
+    fn poll(&self, cx: &mut Context<'_>, interest: Interest) -> Poll<io::Result<()>> {
+        let Some(registered) = &self.reactor else {
+            return Poll::Ready(Err(io::Error::other("the socket is not registered")));
+        };
+        if interest == Interest::WRITABLE {
+            registered.poll_write_ready(cx)
+        } else {
+            registered.poll_read_ready(cx)
+        }
+    }
+
+    /// Stops writing: the worker reads the end of the stream after what was sent.
+    pub fn shutdown_write(&self) {
+        let _ = self.socket.shutdown(Shutdown::Write);
+    }
+}
+
+impl Drop for Tcp {
+    fn drop(&mut self) {
+        // The JavaScript thread's poll may still hold a duplicate of the socket until its next
+        // turn: end the connection now, not when the last copy closes.
+        let _ = self.socket.shutdown(Shutdown::Both);
+    }
+}
+
+impl Read for Tcp {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io(Interest::READABLE, |mut socket| socket.read(buf))
+    }
+}
+
+impl Write for Tcp {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.io(Interest::WRITABLE, |mut socket| socket.write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The byte stream a WebSocket runs over: plain TCP for `ws://`, rustls over it for `wss://`.
+pub enum Stream {
+    Plain(Tcp),
+    Tls(Box<StreamOwned<ClientConnection, Tcp>>),
+}
+
+impl Stream {
+    pub fn tcp(&self) -> &Tcp {
+        match self {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => &tls.sock,
+        }
+    }
+
+    pub fn tcp_mut(&mut self) -> &mut Tcp {
+        match self {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => &mut tls.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(tcp) => tcp.read(buf),
+            Stream::Tls(tls) => tls.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(tcp) => tcp.write(buf),
+            Stream::Tls(tls) => tls.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(tcp) => tcp.flush(),
+            Stream::Tls(tls) => tls.flush(),
+        }
+    }
+}
+
+pub fn would_block(error: &WsError) -> bool {
+    matches!(error, WsError::Io(e) if e.kind() == io::ErrorKind::WouldBlock)
+}
+
+fn socket_config() -> WebSocketConfig {
+    // Inbound frames over the cap are refused from their header, never buffered.
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+}
+
+/// Connects to the worker and makes the WebSocket handshake, on the runtime thread; the socket
+/// comes back registered with its reactor. Errors are tungstenite's sentences, for a log line.
+pub async fn connect(url: &str) -> Result<Ws, String> {
+    let request = url.into_client_request().map_err(|e| e.to_string())?;
+    let uri = request.uri();
+    let tls = match uri.scheme_str() {
+        Some("wss") => true,
+        Some("ws") => false,
+        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme).to_string()),
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| WsError::Url(UrlError::NoHostName).to_string())?;
+    // An IPv6 literal comes bracketed, as neither the resolver nor rustls takes it.
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
+        .to_owned();
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+
+    let io_error = |e: io::Error| WsError::Io(e).to_string();
+    let connected = tokio::net::TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(io_error)?;
+    connected.set_nodelay(true).map_err(io_error)?;
+    let mut tcp = Tcp {
+        socket: connected.into_std().map_err(io_error)?,
+        reactor: None,
+        blocked: Interest::READABLE,
+    };
+    tcp.register().map_err(io_error)?;
+
+    // wss only ever through rustls with our trust store; ws stays plain. Redirects are not
+    // followed, and wss never falls back to ws.
+    let stream = if tls {
+        let name = ServerName::try_from(host)
+            .map_err(|_| WsError::Tls(TlsError::InvalidDnsName).to_string())?;
+        let session = ClientConnection::new(tls_config()?, name)
+            .map_err(|e| WsError::Tls(TlsError::Rustls(Box::new(e))).to_string())?;
+        Stream::Tls(Box::new(StreamOwned::new(session, tcp)))
+    } else {
+        Stream::Plain(tcp)
+    };
+    let mut attempt =
+        tungstenite::client::client_with_config(request, stream, Some(socket_config()));
+    loop {
+        match attempt {
+            Ok((ws, _response)) => return Ok(ws),
+            Err(HandshakeError::Failure(e)) => return Err(e.to_string()),
+            Err(HandshakeError::Interrupted(mut mid)) => {
+                poll_fn(|cx| mid.get_mut().get_mut().tcp().poll_blocked(cx))
+                    .await
+                    .map_err(io_error)?;
+                attempt = mid.handshake();
+            }
+        }
+    }
+}
