@@ -367,7 +367,8 @@ impl<'a> Fields<'a> {
         let raw = self
             .get("payload")
             .ok_or_else(|| "invalid frame: 'payload' is missing".to_owned())?;
-        check_json(raw.get())
+        // `parse` has checked its syntax already, with the rest of the frame.
+        check_numbers(raw.get())
             .map_err(|_| "invalid frame: 'payload' is not JSON with finite numbers".to_owned())?;
         Ok(raw.get().to_owned())
     }
@@ -464,6 +465,13 @@ pub fn check_json(text: &str) -> Result<(), String> {
     // serde_json's skipping parser checks the syntax without recursion and without decoding
     // strings; what it leaves is the numbers' range.
     serde_json::from_str::<&RawValue>(text).map_err(|e| e.to_string())?;
+    check_numbers(text)
+}
+
+/// The rest of [`check_json`], for text serde_json has already read as one JSON value (a
+/// [`RawValue`]): its numbers all fit a finite double. It reads strings and numbers as valid JSON
+/// has them, and checks nothing else.
+fn check_numbers(text: &str) -> Result<(), String> {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -593,6 +601,49 @@ mod tests {
         }
         for payload in ["1e999", "[-1e400]", r#"{"x":1.8e308}"#, "[1,", "nul"] {
             assert!(check_json(payload).is_err(), "{payload}");
+        }
+    }
+
+    /// A payload inside a frame is checked as `check_json` checks it alone.
+    fn frame_payload_ok(payload: &str) -> bool {
+        let text = format!(r#"{{"type":"cutover-ready","migrationId":"m","payload":{payload}}}"#);
+        let in_frame = parse_worker_frame(&text).is_ok();
+        assert_eq!(in_frame, check_json(payload).is_ok(), "{payload}");
+        in_frame
+    }
+
+    #[test]
+    fn only_numbers_outside_strings_are_range_checked() {
+        let digits = |n: usize| "9".repeat(n);
+        let accepted = [
+            r#""1e400""#.to_owned(),
+            r#"{"a":"1e400","b":"x\"2E999","c":"\\","d":[1.5e3]}"#.to_owned(),
+            r#"["\\",1,"\\\"1e999",2]"#.to_owned(),
+            r#"["\\","1e999"]"#.to_owned(),
+            r#"["\"","1e999"]"#.to_owned(),
+            r#"[true,false,null,"e",-0,0.5E-400,1e308,1.7976931348623157e308,1E+2]"#.to_owned(),
+            format!("[{}]", digits(308)),
+            format!("-{}.{}", digits(308), digits(400)),
+            format!(r#""{}""#, digits(400)),
+            format!(r#"["{}",1]"#, digits(400)),
+            format!("{}1e308{}", "[".repeat(500), "]".repeat(500)),
+        ];
+        for payload in &accepted {
+            assert!(frame_payload_ok(payload), "rejected {payload}");
+        }
+        let rejected = [
+            "1e400".to_owned(),
+            "[1,1e400]".to_owned(),
+            r#"{"s":"\\","n":1e400}"#.to_owned(),
+            r#"{"s":"\"","n":-1E309}"#.to_owned(),
+            r#"["1e400",1e400]"#.to_owned(),
+            "[1.8e308]".to_owned(),
+            format!("[{}]", digits(309)),
+            format!("-{}.5", digits(310)),
+            format!("{}1e309{}", "[".repeat(500), "]".repeat(500)),
+        ];
+        for payload in &rejected {
+            assert!(!frame_payload_ok(payload), "accepted {payload}");
         }
     }
 
