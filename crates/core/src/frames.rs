@@ -214,7 +214,7 @@ fn js_number(n: f64) -> String {
 /// Parses a frame from the worker. The error is a sentence for a log line.
 pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_str() {
+    let frame = match fields.type_name()?.as_ref() {
         "hello-ack" => WorkerFrame::HelloAck {
             migration: match fields.get("migration") {
                 None => None,
@@ -253,7 +253,7 @@ pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
 /// Parses a frame from a job (what the worker, and so the simulator, accepts).
 pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_str() {
+    let frame = match fields.type_name()?.as_ref() {
         "hello" => JobFrame::Hello {
             token: fields.string("token")?,
         },
@@ -351,15 +351,23 @@ impl<'a> Fields<'a> {
             .map(|(_, v)| *v)
     }
 
-    fn type_name(&self) -> Result<String, String> {
-        self.string("type")
+    fn type_name(&self) -> Result<Cow<'a, str>, String> {
+        self.str("type")
     }
 
     fn string(&self, key: &str) -> Result<String, String> {
+        self.str(key).map(Cow::into_owned)
+    }
+
+    /// A string field, borrowed from the frame unless it has escapes (serde_json reads one with
+    /// escapes only into a `String`).
+    fn str(&self, key: &str) -> Result<Cow<'a, str>, String> {
         let raw = self
             .get(key)
             .ok_or_else(|| format!("invalid frame: '{key}' is missing"))?;
-        serde_json::from_str::<String>(raw.get())
+        serde_json::from_str::<&'a str>(raw.get())
+            .map(Cow::Borrowed)
+            .or_else(|_| serde_json::from_str::<String>(raw.get()).map(Cow::Owned))
             .map_err(|_| format!("invalid frame: '{key}' must be a string"))
     }
 
