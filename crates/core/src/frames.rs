@@ -214,7 +214,7 @@ fn js_number(n: f64) -> String {
 /// Parses a frame from the worker. The error is a sentence for a log line.
 pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_str() {
+    let frame = match fields.type_name()?.as_ref() {
         "hello-ack" => WorkerFrame::HelloAck {
             migration: match fields.get("migration") {
                 None => None,
@@ -253,7 +253,7 @@ pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
 /// Parses a frame from a job (what the worker, and so the simulator, accepts).
 pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_str() {
+    let frame = match fields.type_name()?.as_ref() {
         "hello" => JobFrame::Hello {
             token: fields.string("token")?,
         },
@@ -351,15 +351,23 @@ impl<'a> Fields<'a> {
             .map(|(_, v)| *v)
     }
 
-    fn type_name(&self) -> Result<String, String> {
-        self.string("type")
+    fn type_name(&self) -> Result<Cow<'a, str>, String> {
+        self.str("type")
     }
 
     fn string(&self, key: &str) -> Result<String, String> {
+        self.str(key).map(Cow::into_owned)
+    }
+
+    /// A string field, borrowed from the frame unless it has escapes (serde_json reads one with
+    /// escapes only into a `String`).
+    fn str(&self, key: &str) -> Result<Cow<'a, str>, String> {
         let raw = self
             .get(key)
             .ok_or_else(|| format!("invalid frame: '{key}' is missing"))?;
-        serde_json::from_str::<String>(raw.get())
+        serde_json::from_str::<&'a str>(raw.get())
+            .map(Cow::Borrowed)
+            .or_else(|_| serde_json::from_str::<String>(raw.get()).map(Cow::Owned))
             .map_err(|_| format!("invalid frame: '{key}' must be a string"))
     }
 
@@ -367,7 +375,8 @@ impl<'a> Fields<'a> {
         let raw = self
             .get("payload")
             .ok_or_else(|| "invalid frame: 'payload' is missing".to_owned())?;
-        check_json(raw.get())
+        // `parse` has checked its syntax already, with the rest of the frame.
+        check_numbers(raw.get())
             .map_err(|_| "invalid frame: 'payload' is not JSON with finite numbers".to_owned())?;
         Ok(raw.get().to_owned())
     }
@@ -464,29 +473,44 @@ pub fn check_json(text: &str) -> Result<(), String> {
     // serde_json's skipping parser checks the syntax without recursion and without decoding
     // strings; what it leaves is the numbers' range.
     serde_json::from_str::<&RawValue>(text).map_err(|e| e.to_string())?;
+    check_numbers(text)
+}
+
+/// The rest of [`check_json`], for text serde_json has already read as one JSON value (a
+/// [`RawValue`]): its numbers all fit a finite double. It reads strings and numbers as valid JSON
+/// has them, and checks nothing else.
+fn check_numbers(text: &str) -> Result<(), String> {
+    if may_leave_double_range(text.as_bytes()) {
+        scan_numbers(text)
+    } else {
+        Ok(())
+    }
+}
+
+/// Every number in JSON `text` that could leave a double's range, read as one.
+fn scan_numbers(text: &str) -> Result<(), String> {
     let bytes = text.as_bytes();
     let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            }
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => i = string_end(bytes, i + 1),
             b'-' | b'0'..=b'9' => {
                 let start = i;
-                while i < bytes.len()
-                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-                {
+                let mut exponent = false;
+                while let Some(&b) = bytes.get(i) {
+                    match b {
+                        b'-' | b'+' | b'.' | b'0'..=b'9' => {}
+                        b'e' | b'E' => exponent = true,
+                        _ => break,
+                    }
                     i += 1;
                 }
                 let number = &text[start..i];
                 // Only an exponent or over 308 digits can leave a double's range; most numbers
                 // need no parse at all.
-                let may_overflow = number.len() > 308 || number.bytes().any(|b| b | 0x20 == b'e');
-                if may_overflow && !number.parse::<f64>().is_ok_and(f64::is_finite) {
+                if (exponent || number.len() > 308)
+                    && !number.parse::<f64>().is_ok_and(f64::is_finite)
+                {
                     return Err(format!("{number} is not a finite number"));
                 }
             }
@@ -494,6 +518,63 @@ pub fn check_json(text: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Just past the end of the JSON string whose content starts at `start`: its closing quote is the
+/// first quote after an even number of backslashes in a row (an odd one escapes it).
+fn string_end(bytes: &[u8], start: usize) -> usize {
+    let mut from = start;
+    while let Some(at) = bytes[from..].iter().position(|&b| b == b'"') {
+        let quote = from + at;
+        let backslashes = bytes[from..quote]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        from = quote + 1;
+        if backslashes % 2 == 0 {
+            return from;
+        }
+    }
+    bytes.len()
+}
+
+/// Whether JSON `text` may hold a number out of a double's range, in one branch-light pass the
+/// compiler vectorises: only a number with an exponent, or with 309 digits or more before its
+/// point, can be. An exponent's `e` always follows a digit, so text with no digit followed by
+/// `e`/`E` and no 309 digits in a row has neither. Strings are not told apart: in them either is
+/// a false alarm, which the exact scan then clears.
+fn may_leave_double_range(text: &[u8]) -> bool {
+    const CHUNK: usize = 64;
+    // 309 digits in a row cover this many whole chunks, wherever they start.
+    const CHUNKS_OF_DIGITS: usize = (309 - (CHUNK - 1)) / CHUNK;
+    let mut digit_chunks = 0;
+    let mut start = 0;
+    let mut last = [b' '; CHUNK + 1];
+    while start < text.len() {
+        // The chunk and the byte after it; past the end, spaces (neither digit nor `e`).
+        let whole = text.get(start..start + CHUNK + 1);
+        let window = match whole.and_then(|w| <&[u8; CHUNK + 1]>::try_from(w).ok()) {
+            Some(w) => w,
+            None => {
+                last[..text.len() - start].copy_from_slice(&text[start..]);
+                &last
+            }
+        };
+        let mut exponent = 0u8;
+        let mut all_digits = 1u8;
+        for i in 0..CHUNK {
+            let digit = u8::from(window[i].wrapping_sub(b'0') < 10);
+            exponent |= digit & u8::from(window[i + 1] | 0x20 == b'e');
+            all_digits &= digit;
+        }
+        digit_chunks = if all_digits != 0 { digit_chunks + 1 } else { 0 };
+        if exponent != 0 || digit_chunks >= CHUNKS_OF_DIGITS {
+            return true;
+        }
+        start += CHUNK;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -596,6 +677,125 @@ mod tests {
         }
     }
 
+    /// A payload inside a frame is checked as `check_json` checks it alone.
+    fn frame_payload_ok(payload: &str) -> bool {
+        let text = format!(r#"{{"type":"cutover-ready","migrationId":"m","payload":{payload}}}"#);
+        let in_frame = parse_worker_frame(&text).is_ok();
+        assert_eq!(in_frame, check_json(payload).is_ok(), "{payload}");
+        in_frame
+    }
+
+    #[test]
+    fn only_numbers_outside_strings_are_range_checked() {
+        let digits = |n: usize| "9".repeat(n);
+        let accepted = [
+            r#""1e400""#.to_owned(),
+            r#"{"a":"1e400","b":"x\"2E999","c":"\\","d":[1.5e3]}"#.to_owned(),
+            r#"["\\",1,"\\\"1e999",2]"#.to_owned(),
+            r#"["\\","1e999"]"#.to_owned(),
+            r#"["\"","1e999"]"#.to_owned(),
+            r#"[true,false,null,"e",-0,0.5E-400,1e308,1.7976931348623157e308,1E+2]"#.to_owned(),
+            format!("[{}]", digits(308)),
+            format!("-{}.{}", digits(308), digits(400)),
+            format!(r#""{}""#, digits(400)),
+            format!(r#"["{}",1]"#, digits(400)),
+            format!("{}1e308{}", "[".repeat(500), "]".repeat(500)),
+        ];
+        for payload in &accepted {
+            assert!(frame_payload_ok(payload), "rejected {payload}");
+        }
+        let rejected = [
+            "1e400".to_owned(),
+            "[1,1e400]".to_owned(),
+            r#"{"s":"\\","n":1e400}"#.to_owned(),
+            r#"{"s":"\"","n":-1E309}"#.to_owned(),
+            r#"["1e400",1e400]"#.to_owned(),
+            "[1.8e308]".to_owned(),
+            format!("[{}]", digits(309)),
+            format!("-{}.5", digits(310)),
+            format!("{}1e309{}", "[".repeat(500), "]".repeat(500)),
+        ];
+        for payload in &rejected {
+            assert!(!frame_payload_ok(payload), "accepted {payload}");
+        }
+    }
+
+    #[test]
+    fn the_quick_pass_misses_no_number_that_could_leave_the_range() {
+        // At every offset around its chunks' edges, and at the very end.
+        for pad in 0..200 {
+            let sp = " ".repeat(pad);
+            let nines = |n: usize| "9".repeat(n);
+            assert!(!frame_payload_ok(&format!("[{sp}1e400]")), "{pad}");
+            assert!(!frame_payload_ok(&format!("[{sp}-2E+999]")), "{pad}");
+            assert!(!frame_payload_ok(&format!("{sp}1e400")), "{pad}");
+            assert!(!frame_payload_ok(&format!("[{sp}{}]", nines(309))), "{pad}");
+            assert!(!frame_payload_ok(&format!("{sp}{}", nines(309))), "{pad}");
+            assert!(frame_payload_ok(&format!("[{sp}{}]", nines(308))), "{pad}");
+            assert!(frame_payload_ok(&format!("[{sp}1e300,\"1e400\"]")), "{pad}");
+            assert!(frame_payload_ok(&format!(r#"["{sp}\\","1e400"]"#)), "{pad}");
+            assert!(!frame_payload_ok(&format!(r#"["{sp}\\",1e400]"#)), "{pad}");
+            assert!(frame_payload_ok(&format!(r#"["{sp}\"1e400"]"#)), "{pad}");
+        }
+    }
+
+    /// Random payloads, full of what the checks look for: numbers with and without exponents,
+    /// some out of range, long runs of digits, and strings holding all of those and escapes.
+    fn random_payload(seed: &mut u64) -> String {
+        let mut next = |n: u64| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed % n
+        };
+        let mut out = String::from("[");
+        for item in 0..next(40) {
+            if item > 0 {
+                out.push_str([",", " , ", ",\n"][next(3) as usize]);
+            }
+            match next(6) {
+                0 => out.push_str(["true", "false", "null", "[]", "{}"][next(5) as usize]),
+                1 | 2 => {
+                    if next(3) == 0 {
+                        out.push('-');
+                    }
+                    let digits = [1, 2, 5, 20, 300, 308, 309, 330][next(8) as usize];
+                    out.push('1');
+                    (1..digits).for_each(|_| out.push(char::from(b'0' + next(10) as u8)));
+                    if next(2) == 0 {
+                        out.push_str(".5");
+                    }
+                    if next(2) == 0 {
+                        out.push_str(["e", "E", "e+", "e-", "E-"][next(5) as usize]);
+                        out.push_str(&next(700).to_string());
+                    }
+                }
+                _ => {
+                    out.push('"');
+                    for _ in 0..next(12) {
+                        let piece = ["1e400", "\\\\", "\\\"", "e", "9", "x", "\\n", " "];
+                        out.push_str(piece[next(8) as usize]);
+                    }
+                    out.push('"');
+                }
+            }
+        }
+        out.push(']');
+        out
+    }
+
+    #[test]
+    fn the_quick_pass_and_the_scan_agree_with_serde_json() {
+        let mut seed = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..5_000 {
+            let payload = random_payload(&mut seed);
+            let finite = serde_json::from_str::<serde_json::Value>(&payload).is_ok();
+            assert_eq!(scan_numbers(&payload).is_ok(), finite, "{payload}");
+            assert_eq!(check_numbers(&payload).is_ok(), finite, "{payload}");
+            assert_eq!(frame_payload_ok(&payload), finite, "{payload}");
+        }
+    }
+
     #[test]
     fn last_duplicate_key_wins_and_unknown_keys_are_ignored() {
         let text = r#"{"type":"get-state","migrationId":"a","extra":1e999,"migrationId":"b"}"#;
@@ -607,6 +807,13 @@ mod tests {
         );
         let escaped = r#"{"\u0074ype":"get-state","migrationId":"a"}"#;
         assert!(parse_worker_frame(escaped).is_ok());
+        let escaped = r#"{"type":"get\u002dstate","migrationId":"a\"b"}"#;
+        assert_eq!(
+            parse_worker_frame(escaped),
+            Ok(WorkerFrame::GetState {
+                migration_id: "a\"b".into()
+            })
+        );
     }
 
     #[test]
