@@ -182,10 +182,14 @@ pub fn would_block(error: &WsError) -> bool {
 }
 
 fn socket_config() -> WebSocketConfig {
-    // Inbound frames over the cap are refused from their header, never buffered.
+    // Inbound frames over the cap are refused from their header, never buffered. tungstenite
+    // zero-fills its read buffer's free space before every read, which now happens on the
+    // JavaScript thread: 16 KiB rather than 128 KiB is −1.8 µs per small round trip (pinned
+    // A/B, 3 × 20,000), and the same for a 36 KB frame, which takes three reads.
     WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES))
+        .read_buffer_size(16 * 1024)
 }
 
 /// Connects to the worker and makes the WebSocket handshake, on the runtime thread; the socket

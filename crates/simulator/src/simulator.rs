@@ -1140,10 +1140,7 @@ async fn close_unparseable(ws: &mut Socket, code: u16, reason: &str) {
 /// Shuts our writing side, then reads and drops whatever the peer still sends until it closes
 /// or `limit` passes: closing with unread input would make the kernel send a reset, which can
 /// overtake the close frame we just wrote.
-async fn discard_until_closed<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    limit: Duration,
-) {
+async fn discard_until_closed<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, limit: Duration) {
     let _ = tokio::time::timeout(limit, async {
         let _ = stream.shutdown().await;
         let mut discard = vec![0u8; 64 * 1024];
