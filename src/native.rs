@@ -188,8 +188,10 @@ pub enum JsRead {
 
 impl<S: JsSink> NativeClient<S> {
     /// Starts the connection task on the shared runtime thread; it connects once the core asks
-    /// (`Protocol::start`). With `js_reads` the JavaScript thread will be offered the socket.
+    /// (`Protocol::start`). With `js_reads` the JavaScript thread will be offered the socket —
+    /// only with the heartbeat on, whose ticks take it back when JavaScript is blocked.
     pub fn start(core: Protocol, url: String, js: S, js_reads: bool) -> Result<Self, String> {
+        let js_reads = js_reads && core.heartbeat_period_ms().is_some();
         let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
         let state = Arc::new(Mutex::new(State {

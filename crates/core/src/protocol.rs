@@ -851,7 +851,8 @@ impl Protocol {
         !self.closed
     }
 
-    fn heartbeat_period_ms(&self) -> Option<f64> {
+    /// The heartbeat's period, while it is on.
+    pub fn heartbeat_period_ms(&self) -> Option<f64> {
         (self.cfg.heartbeat_ms > 0.0).then_some(self.cfg.heartbeat_ms)
     }
 
