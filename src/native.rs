@@ -392,6 +392,11 @@ fn read_one<S>(state: &mut State<S>, caller: Caller) -> Read {
         return Read::Blocked;
     };
     let read = ws.read();
+    take_in(state, read, caller)
+}
+
+/// Feeds what a read of the socket gave to the core.
+fn take_in<S>(state: &mut State<S>, read: Result<Message, WsError>, caller: Caller) -> Read {
     let now = state.now_ms();
     let core = &mut state.core;
     let ended = match read {
@@ -484,10 +489,17 @@ fn hear_now<S>(state: &Mutex<State<S>>) -> Option<Heard<S>> {
     if state.reader != Reader::Runtime {
         return None;
     }
-    match read_one(&mut state, Caller::Runtime) {
+    let read = read_one(&mut state, Caller::Runtime);
+    heard(&state, read)
+}
+
+/// A read on the runtime thread, with its JavaScript work marked for delivery; None if nothing
+/// was read.
+fn heard<S>(state: &State<S>, read: Read) -> Option<Heard<S>> {
+    match read {
         Read::Blocked => None,
-        Read::Event(work) => Some(Heard::Event(for_js(&state, work, false))),
-        Read::Ended(work, ws, how) => Some(Heard::Ended(for_js(&state, work, false), ws, how)),
+        Read::Event(work) => Some(Heard::Event(for_js(state, work, false))),
+        Read::Ended(work, ws, how) => Some(Heard::Ended(for_js(state, work, false), ws, how)),
     }
 }
 
@@ -515,8 +527,12 @@ async fn hear<S>(state: &Mutex<State<S>>) -> Heard<S> {
         }
         match readable {
             Poll::Pending => return Poll::Pending,
-            // Readable again (or failed, which the next read reports).
-            Poll::Ready(_) => continue,
+            Poll::Ready(Ok(())) => continue,
+            // The socket cannot be waited for: as good as broken.
+            Poll::Ready(Err(e)) => {
+                let read = take_in(&mut state, Err(WsError::Io(e)), Caller::Runtime);
+                return Poll::Ready(heard(&state, read).unwrap_or(Heard::Event(None)));
+            }
         }
     })
     .await
