@@ -4,9 +4,10 @@
 //!
 //! Who reads the socket, and so which thread the kernel wakes for a frame:
 //! - The runtime thread connects, sends the hello, and reads until the JavaScript thread can
-//!   take over; it takes the socket back for every heartbeat tick and whenever a write must
-//!   wait, and keeps it while JavaScript does not come to take it. So the hello goes out, pings
-//!   are answered and the heartbeat kept while the product's JavaScript is blocked for seconds.
+//!   take over; it takes the socket back at a heartbeat tick that finds input JavaScript has not
+//!   read, and whenever a write must wait, and keeps it while JavaScript does not come to take
+//!   it. So the hello goes out, pings are answered and the heartbeat kept while the product's
+//!   JavaScript is blocked for seconds. (With the heartbeat off, the runtime thread always reads.)
 //! - On Node the JavaScript thread reads it the rest of the time, woken by libuv for the socket
 //!   itself: a frame costs one wake-up, as with a JavaScript client, and the handler's answer is
 //!   written there and then. Where there is no libuv (Bun, Deno) the runtime thread reads all
@@ -148,6 +149,15 @@ impl<S> State<S> {
         self.reader = Reader::Runtime;
         self.offered = false;
         self.socket.take()
+    }
+
+    /// JavaScript reads the socket but has left input waiting in it.
+    fn javascript_behind(&self) -> bool {
+        self.reader == Reader::JavaScript
+            && self
+                .socket
+                .as_ref()
+                .is_some_and(|ws| ws.get_ref().tcp().has_input())
     }
 
     /// The runtime thread reads (and waits for) the socket from now on.
@@ -642,9 +652,10 @@ async fn drive<S: JsSink>(
                 take(heard, write_limit).await;
             }
             timer = fired(&mut timers) => {
-                if matches!(timer, Timer::Ping | Timer::Silence) {
-                    // The heartbeat is this thread's: take the socket back (JavaScript may be
-                    // blocked) and take in what has arrived before the core decides.
+                // At a heartbeat tick, input JavaScript has left unread means it is blocked:
+                // take the socket back and take in what has arrived before the core decides.
+                let behind = matches!(timer, Timer::Ping | Timer::Silence) && lock(&state).javascript_behind();
+                if behind {
                     let reclaimed = lock(&state).reclaim();
                     if let Err(error) = reclaimed {
                         let ws = lock(&state).end_connection();

@@ -100,6 +100,11 @@ impl Tcp {
         }
     }
 
+    /// Whether input is waiting in the kernel (or the peer has closed), without taking it.
+    pub fn has_input(&self) -> bool {
+        !matches!(self.socket.peek(&mut [0u8]), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+
     /// Stops writing: the worker reads the end of the stream after what was sent.
     pub fn shutdown_write(&self) {
         let _ = self.socket.shutdown(Shutdown::Write);
