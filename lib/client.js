@@ -134,8 +134,9 @@ function socketClient(handlers, url, token, name, opts) {
   // The socket transport, when the product supplies the socket class (or the WebAssembly build
   // needs one); else native.
   let transport
-  // On Node the JavaScript thread reads the native socket itself while it is free to (libuv
-  // calls `readable`); elsewhere the client's own thread reads it and hands over each event.
+  // On Node the JavaScript thread reads the native socket itself while it is free to: libuv
+  // wakes the addon for the socket, which calls `readable` with the first frame's actions;
+  // elsewhere the client's own thread reads it and hands over each event.
   const readsHere = !Socket && hasLibuv()
   const core = Socket
     ? Client.jsSocket(options)
@@ -148,19 +149,24 @@ function socketClient(handlers, url, token, name, opts) {
   function dispatchFromRuntime(actions) {
     try {
       run(actions)
-      if (readsHere) readable()
+      if (readsHere) readRest()
+    } catch (e) {
+      reportGlueError(e)
+    }
+  }
+
+  function readable(actions) {
+    try {
+      run(actions)
+      readRest()
     } catch (e) {
       reportGlueError(e)
     }
   }
 
   // Each frame's handlers are called before the next frame is read, as with any WebSocket.
-  function readable() {
-    try {
-      for (let actions = core.readSocket(); actions !== null; actions = core.readSocket()) run(actions)
-    } catch (e) {
-      reportGlueError(e)
-    }
+  function readRest() {
+    for (let actions = core.readSocket(); actions !== null; actions = core.readSocket()) run(actions)
   }
 
   // Carries out the core's actions, in order (their shapes: `JsAction` in lib/addon/binding.d.ts).

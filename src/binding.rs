@@ -19,7 +19,7 @@ use napi::bindgen_prelude::*;
 #[cfg(not(target_family = "wasm"))]
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
-#[cfg(not(target_family = "wasm"))]
+#[cfg(unix)]
 use std::cell::RefCell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -183,7 +183,7 @@ enum Transport {
         client: NativeClient<TsfnSink>,
         shown: Arc<Shown>,
         /// Where the JavaScript thread reads the socket itself (Node, with libuv).
-        reads: Option<Rc<RefCell<SocketReads>>>,
+        reads: Option<Rc<SocketReads>>,
     },
     JsSocket(Box<Protocol>),
 }
@@ -204,7 +204,7 @@ impl Client {
         env: Env,
         options: ClientOptions,
         dispatch: Function<Vec<JsAction>, ()>,
-        readable: Option<Function<(), ()>>,
+        readable: Option<Function<Vec<JsAction>, ()>>,
     ) -> Result<Client> {
         let shown = Arc::new(Shown::default());
         let shown_by_dispatch = shown.clone();
@@ -216,20 +216,31 @@ impl Client {
                 shown_by_dispatch.adopt(ctx.value.status);
                 Ok(ctx.value.actions.into_iter().filter_map(to_js).collect())
             })?;
-        let reads = match readable {
-            Some(readable) => SocketReads::new(&env, readable)?,
-            None => None,
-        };
+        let uv_loop = readable.as_ref().and_then(|_| SocketReads::event_loop(&env));
         let url = options.url.clone();
-        let client = NativeClient::start(core(options, true), url, TsfnSink(tsfn), reads.is_some())
-            .map_err(Error::from_reason)?;
-        let reads = reads.map(|reads| Rc::new(RefCell::new(reads)));
+        let client = NativeClient::start(
+            core(options, true),
+            url,
+            TsfnSink(tsfn),
+            uv_loop.is_some(),
+        )
+        .map_err(Error::from_reason)?;
+        let reads = match (uv_loop, readable) {
+            (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(
+                &env,
+                uv_loop,
+                readable,
+                client.clone(),
+                shown.clone(),
+            )?)),
+            _ => None,
+        };
         // A worker thread that ends without close() must not leave its socket, or a poll on
         // its event loop, behind.
         let cleanup = (client.clone(), reads.clone());
         env.add_env_cleanup_hook(cleanup, |(client, reads)| {
             if let Some(reads) = reads {
-                reads.borrow_mut().stop();
+                reads.stop();
             }
             client.shutdown();
         })?;
@@ -255,7 +266,7 @@ impl Client {
             return Ok(None);
         };
         if let Some(socket) = client.take_offered() {
-            reads.borrow_mut().poll(socket)?;
+            reads.poll(socket)?;
         }
         Ok(match client.read_here() {
             JsRead::Event(work) => {
@@ -264,40 +275,52 @@ impl Client {
             }
             JsRead::Idle => None,
             JsRead::NotOurs => {
-                reads.borrow_mut().stop();
+                reads.stop();
                 None
             }
         })
     }
 }
 
-/// The JavaScript thread's half of reading the socket itself: a libuv poll on Node's loop that
-/// calls the glue's `readable` function, which reads through `readSocket`.
+/// The JavaScript thread's half of reading the socket itself: a libuv poll on Node's loop.
+/// Its callback reads in Rust what needs no JavaScript (pings, pongs), and calls the glue's
+/// `readable` with the first event that does; the glue reads the rest through `readSocket`.
 #[cfg(unix)]
 struct SocketReads {
     uv_loop: *mut std::ffi::c_void,
     /// Boxed: the poll's callback finds it by address.
     target: Box<ReadTarget>,
-    poll: Option<uv::Poll>,
 }
 
 #[cfg(unix)]
 struct ReadTarget {
     env: napi::sys::napi_env,
-    readable: FunctionRef<(), ()>,
+    readable: FunctionRef<Vec<JsAction>, ()>,
     async_context: napi::sys::napi_async_context,
+    client: NativeClient<TsfnSink>,
+    shown: Arc<Shown>,
+    /// The poll on the current connection's socket; its callback may end it.
+    poll: RefCell<Option<uv::Poll>>,
 }
 
 #[cfg(unix)]
 impl SocketReads {
-    /// None where the JavaScript thread cannot poll sockets (no libuv, or not a Unix).
-    fn new(env: &Env, readable: Function<(), ()>) -> Result<Option<SocketReads>> {
+    /// Node's event loop for this thread, where the JavaScript thread can poll sockets (there
+    /// is libuv).
+    fn event_loop(env: &Env) -> Option<*mut std::ffi::c_void> {
         if !uv::available() {
-            return Ok(None);
+            return None;
         }
-        let Ok(uv_loop) = env.get_uv_event_loop() else {
-            return Ok(None);
-        };
+        env.get_uv_event_loop().ok().map(|uv_loop| uv_loop.cast())
+    }
+
+    fn new(
+        env: &Env,
+        uv_loop: *mut std::ffi::c_void,
+        readable: Function<Vec<JsAction>, ()>,
+        client: NativeClient<TsfnSink>,
+        shown: Arc<Shown>,
+    ) -> Result<SocketReads> {
         let name = env.create_string("ctl-migration:socket")?;
         let mut async_context = std::ptr::null_mut();
         // SAFETY: a valid env and string; the context is destroyed with the target.
@@ -314,31 +337,35 @@ impl SocketReads {
                 "napi_async_init failed ({status})"
             )));
         }
-        Ok(Some(SocketReads {
-            uv_loop: uv_loop.cast(),
+        Ok(SocketReads {
+            uv_loop,
             target: Box::new(ReadTarget {
                 env: env.raw(),
                 readable: readable.create_ref()?,
                 async_context,
+                client,
+                shown,
+                poll: RefCell::new(None),
             }),
-            poll: None,
-        }))
+        })
     }
 
     /// Polls `socket` from now on (a connection's copy of it, each time it is taken).
-    fn poll(&mut self, socket: std::net::TcpStream) -> Result<()> {
+    fn poll(&self, socket: std::net::TcpStream) -> Result<()> {
         self.stop();
-        let target: *mut ReadTarget = &mut *self.target;
+        let target: *const ReadTarget = &*self.target;
         // SAFETY: the loop is this thread's (this runs on the JavaScript thread that made it),
         // and the target outlives the poll: the poll is stopped before the target goes.
-        let poll = unsafe { uv::Poll::start(self.uv_loop, socket, on_readable, target.cast()) }
-            .map_err(Error::from_reason)?;
-        self.poll = Some(poll);
+        let poll =
+            unsafe { uv::Poll::start(self.uv_loop, socket, on_readable, target.cast_mut().cast()) }
+                .map_err(Error::from_reason)?;
+        *self.target.poll.borrow_mut() = Some(poll);
         Ok(())
     }
 
-    fn stop(&mut self) {
-        self.poll = None;
+    fn stop(&self) {
+        let stopped = self.target.poll.borrow_mut().take();
+        drop(stopped);
     }
 }
 
@@ -351,21 +378,47 @@ impl Drop for SocketReads {
     }
 }
 
-/// libuv's callback: the socket is readable (or failed). Calls the glue's `readable` as a
-/// top-level callback, so promise jobs and `process.nextTick`s run after it as after any event.
+/// libuv's callback: the socket is readable (or failed). What needs no JavaScript is taken in
+/// here; the first event that does goes to the glue's `readable`, called as a top-level
+/// callback, so promise jobs and `process.nextTick`s run after it as after any event.
 #[cfg(unix)]
 unsafe extern "C" fn on_readable(handle: *mut std::ffi::c_void, _status: i32, _events: i32) {
-    use napi::sys;
     let target = uv::data(handle).cast::<ReadTarget>();
     let Some(target) = target.as_ref() else {
         return;
     };
+    loop {
+        match target.client.read_here() {
+            JsRead::Event(work) => {
+                target.shown.adopt(work.status);
+                let actions: Vec<JsAction> = work.actions.into_iter().filter_map(to_js).collect();
+                if !actions.is_empty() {
+                    call_readable(target, actions);
+                    return;
+                }
+            }
+            JsRead::Idle => return,
+            JsRead::NotOurs => {
+                let stopped = target.poll.borrow_mut().take();
+                drop(stopped);
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+unsafe fn call_readable(target: &ReadTarget, actions: Vec<JsAction>) {
+    use napi::sys;
     let env = target.env;
     let mut scope = std::ptr::null_mut();
     if sys::napi_open_handle_scope(env, &mut scope) != sys::Status::napi_ok {
         return;
     }
-    if let Ok(readable) = target.readable.borrow_back(&Env::from_raw(env)) {
+    let js_env = Env::from_raw(env);
+    let readable = target.readable.borrow_back(&js_env);
+    let argument = ToNapiValue::to_napi_value(env, actions);
+    if let (Ok(readable), Ok(argument)) = (readable, argument) {
         let mut receiver = std::ptr::null_mut();
         let mut result = std::ptr::null_mut();
         // Node-API wants an object to call it on.
@@ -375,8 +428,8 @@ unsafe extern "C" fn on_readable(handle: *mut std::ffi::c_void, _status: i32, _e
             target.async_context,
             receiver,
             readable.raw(),
-            0,
-            std::ptr::null(),
+            1,
+            &argument,
             &mut result,
         );
         if status == sys::Status::napi_pending_exception {
@@ -396,15 +449,25 @@ enum SocketReads {}
 
 #[cfg(all(not(unix), not(target_family = "wasm")))]
 impl SocketReads {
-    fn new(_env: &Env, _readable: Function<(), ()>) -> Result<Option<SocketReads>> {
-        Ok(None)
+    fn event_loop(_env: &Env) -> Option<*mut std::ffi::c_void> {
+        None
     }
 
-    fn poll(&mut self, _socket: std::net::TcpStream) -> Result<()> {
+    fn new(
+        _env: &Env,
+        _uv_loop: *mut std::ffi::c_void,
+        _readable: Function<Vec<JsAction>, ()>,
+        _client: NativeClient<TsfnSink>,
+        _shown: Arc<Shown>,
+    ) -> Result<SocketReads> {
+        Err(Error::from_reason("the JavaScript thread cannot poll sockets here"))
+    }
+
+    fn poll(&self, _socket: std::net::TcpStream) -> Result<()> {
         match *self {}
     }
 
-    fn stop(&mut self) {
+    fn stop(&self) {
         match *self {}
     }
 }

@@ -14,7 +14,7 @@ export declare class Client {
    * A client on the native transport; `start()` connects. `dispatch` receives the runtime
    * thread's log lines and handler calls.
    */
-  static native(options: ClientOptions, dispatch: (arg: Array<JsAction>) => void, readable?: (() => void) | undefined | null): Client
+  static native(options: ClientOptions, dispatch: (arg: Array<JsAction>) => void, readable?: ((arg: Array<JsAction>) => void) | undefined | null): Client
   /**
    * Reads one frame on the JavaScript thread and returns what it asks of the glue; null when
    * there is nothing (more) to read here. Takes the socket first if it is on offer.
