@@ -5,9 +5,14 @@
 //!   lossily first, D12, so both readings are tried).
 //! - A frame that parses writes back (`to_text`) to text that parses to the same frame, and that
 //!   text is canonical: writing it again gives the same bytes.
+//! - The core's JSON scanner changes nothing: `parse_worker_frame`, `parse_job_frame` and
+//!   `check_json` give exactly what the serde_json parser they replaced gives (`oracle`: the same
+//!   frames, the same error strings), for the input and for the input put where a frame's
+//!   payload, `migration` and `type` go.
 #![no_main]
 
 use ctl_migration_core::frames::{parse_job_frame, parse_worker_frame};
+use ctl_migration_fuzz::check_against_oracle;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,6 +24,8 @@ fuzz_target!(|data: &[u8]| {
             &lossy
         }
     };
+
+    check_against_oracle(text);
 
     if let Ok(frame) = parse_worker_frame(text) {
         let written = frame.to_text();

@@ -1,11 +1,12 @@
 //! What `frames::parse_worker_frame` costs per frame, for the bench's two cutover-ready frames:
 //! the 36 KB payload (600 small objects, as `bench/frames.mjs` builds it) and the small position;
-//! and the 36 KB one with an exponent in every object (`"dur":1.8e6`), the slow path.
+//! and the 36 KB one with an exponent in every object (`"dur":1.8e6`), the slow path; and 36 KB
+//! of text (120 objects with a 280-character message each), a payload made mostly of strings.
 //!
 //!   cargo run --release -p ctl-migration-core --example parse_cost            # µs per call
 //!   valgrind --tool=callgrind target/release/examples/parse_cost big 1     # instructions: run
 //!   valgrind --tool=callgrind target/release/examples/parse_cost big 101   # twice, subtract, /100
-//! (`big`, `exp` or `small`).
+//! (`big`, `exp`, `text` or `small`).
 use ctl_migration_core::frames::{parse_worker_frame, WorkerFrame};
 use std::hint::black_box;
 use std::time::Instant;
@@ -19,6 +20,18 @@ fn big_payload(dur: &str) -> String {
                 i % 2 == 0
             )
         })
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+fn text_payload() -> String {
+    let message: String = "The quick brown fox jumps over the lazy dog, again and again. "
+        .repeat(5)
+        .chars()
+        .take(280)
+        .collect();
+    let items: Vec<String> = (0..120)
+        .map(|i| format!("{{\"id\":{i},\"message\":\"{message}\"}}"))
         .collect();
     format!("[{}]", items.join(","))
 }
@@ -42,6 +55,7 @@ fn main() {
     assert_eq!(payload.len(), 36_301, "the bench's 36 KB payload");
     let big = frame(payload);
     let exp = frame(big_payload("1.8e6"));
+    let text = frame(text_payload());
     let small =
         frame(r#"{"streamId":"program","pts":1234567890,"timebase":90000,"segment":4711}"#.into());
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -50,6 +64,7 @@ fn main() {
             let text = match which.as_str() {
                 "big" => &big,
                 "exp" => &exp,
+                "text" => &text,
                 _ => &small,
             };
             run(text, calls.parse().expect("a number of calls"));
@@ -58,6 +73,7 @@ fn main() {
             let frames = [
                 ("36 KB", &big, 2_000),
                 ("36 KB, exponents", &exp, 2_000),
+                ("36 KB of text", &text, 2_000),
                 ("small", &small, 200_000),
             ];
             for (name, text, calls) in frames {

@@ -4,11 +4,10 @@
 //! ignored, and a `payload` must be present and be JSON with finite numbers. Payloads stay as raw
 //! JSON text so they cross into JavaScript as a string for `JSON.parse`, never as a tree.
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use crate::json::{self, Invalid, Scanner};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::fmt;
 
 /// The size cap on every frame, in UTF-8 bytes, both directions.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024;
@@ -271,12 +270,12 @@ pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
         },
         "target-applied" => JobFrame::TargetApplied(AppliedSummary {
             applied: fields.optional("applied", |raw| {
-                serde_json::from_str::<Vec<String>>(raw.get())
+                serde_json::from_str::<Vec<String>>(raw)
                     .map_err(|_| "'applied' must be an array of strings".to_owned())
             })?,
             failed: fields.optional("failed", parse_failed)?,
             skew_ms: fields.optional("skewMs", |raw| {
-                serde_json::from_str::<f64>(raw.get())
+                serde_json::from_str::<f64>(raw)
                     .map_err(|_| "'skewMs' must be a finite number".to_owned())
             })?,
         }),
@@ -293,13 +292,13 @@ pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
     Ok(frame)
 }
 
-fn parse_migration(raw: &RawValue) -> Result<String, String> {
+fn parse_migration(raw: &str) -> Result<String, String> {
     #[derive(Deserialize)]
     struct Migration {
         id: String,
         side: String,
     }
-    let m: Migration = serde_json::from_str(raw.get()).map_err(|_| {
+    let m: Migration = serde_json::from_str(raw).map_err(|_| {
         "invalid frame: 'migration' must be an object with string 'id' and 'side'".to_owned()
     })?;
     if m.side != "target" {
@@ -308,13 +307,13 @@ fn parse_migration(raw: &RawValue) -> Result<String, String> {
     Ok(m.id)
 }
 
-fn parse_failed(raw: &RawValue) -> Result<Vec<FailedPart>, String> {
+fn parse_failed(raw: &str) -> Result<Vec<FailedPart>, String> {
     #[derive(Deserialize)]
     struct Failed {
         id: String,
         reason: String,
     }
-    let parts: Vec<Failed> = serde_json::from_str(raw.get())
+    let parts: Vec<Failed> = serde_json::from_str(raw)
         .map_err(|_| "'failed' must be an array of { id, reason } strings".to_owned())?;
     Ok(parts
         .into_iter()
@@ -325,30 +324,85 @@ fn parse_failed(raw: &RawValue) -> Result<Vec<FailedPart>, String> {
         .collect())
 }
 
-/// A frame's top-level keys with their raw values. A key given twice keeps its last value, as
-/// `JSON.parse` does.
+/// A top-level value's raw JSON text.
+#[derive(Clone, Copy)]
+struct Raw<'a> {
+    text: &'a str,
+    /// Its numbers all fit a finite double, checked in the same pass as the syntax, but only
+    /// under the key `payload` (as decoded, so `"p\u0061yload"` too): the payload is the one
+    /// value whose numbers the schema limits (`z.json()`). Out of range anywhere else, in a key
+    /// the frame's type does not read (`{"x":1e999,...}`) or in `skewMs` (read by serde_json,
+    /// which rejects it with its own error), a number is accepted as before, so checking the whole
+    /// frame would change what is accepted.
+    finite: bool,
+}
+
+/// A frame's top-level keys with their raw values, read in one pass over the frame that also
+/// checks its syntax (see [`json`]). A key given twice keeps its last value, as `JSON.parse`
+/// does.
 struct Fields<'a> {
-    entries: Vec<(Cow<'a, str>, &'a RawValue)>,
+    entries: Vec<(Cow<'a, str>, Raw<'a>)>,
 }
 
 impl<'a> Fields<'a> {
     fn parse(text: &'a str) -> Result<Self, String> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let fields = match FieldsSeed.deserialize(&mut de) {
-            Ok(Some(fields)) => fields,
-            Ok(None) => return Err("invalid frame: not a JSON object".to_owned()),
-            Err(_) => return Err("frame is not valid JSON".to_owned()),
-        };
-        de.end().map_err(|_| "frame is not valid JSON".to_owned())?;
-        Ok(fields)
+        let invalid = |_: Invalid| "frame is not valid JSON".to_owned();
+        let mut s = Scanner::new(text);
+        if s.peek() != Some(b'{') {
+            return Err(match top_level_value(text) {
+                true => "invalid frame: not a JSON object".to_owned(),
+                false => invalid(Invalid),
+            });
+        }
+        s.pos += 1;
+        let mut entries = Vec::with_capacity(4);
+        if s.peek() == Some(b'}') {
+            s.pos += 1;
+        } else {
+            loop {
+                s.expect(b'"').map_err(invalid)?;
+                let start = s.pos - 1;
+                let escaped = s.string().map_err(invalid)?;
+                let quoted = &text[start..s.pos];
+                // Decoded as serde_json decodes a key: its escaped surrogates must pair up.
+                let key = match escaped {
+                    true => Cow::Owned(json::decode(quoted).ok_or(Invalid).map_err(invalid)?),
+                    false => Cow::Borrowed(&quoted[1..quoted.len() - 1]),
+                };
+                s.expect(b':').map_err(invalid)?;
+                s.peek();
+                let start = s.pos;
+                s.non_finite = None;
+                s.value(key == "payload").map_err(invalid)?;
+                let raw = Raw {
+                    text: &text[start..s.pos],
+                    finite: s.non_finite.is_none(),
+                };
+                entries.push((key, raw));
+                match s.peek() {
+                    Some(b',') => s.pos += 1,
+                    Some(b'}') => {
+                        s.pos += 1;
+                        break;
+                    }
+                    _ => return Err(invalid(Invalid)),
+                }
+            }
+        }
+        s.end().map_err(invalid)?;
+        Ok(Fields { entries })
     }
 
-    fn get(&self, key: &str) -> Option<&'a RawValue> {
+    fn raw(&self, key: &str) -> Option<Raw<'a>> {
         self.entries
             .iter()
             .rev()
             .find(|(k, _)| k == key)
             .map(|(_, v)| *v)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a str> {
+        self.raw(key).map(|raw| raw.text)
     }
 
     fn type_name(&self) -> Result<Cow<'a, str>, String> {
@@ -359,32 +413,39 @@ impl<'a> Fields<'a> {
         self.str(key).map(Cow::into_owned)
     }
 
-    /// A string field, borrowed from the frame unless it has escapes (serde_json reads one with
-    /// escapes only into a `String`).
+    /// A string field, borrowed from the frame unless it has escapes, which are decoded as
+    /// serde_json decodes a `String` (escaped surrogates must pair up).
     fn str(&self, key: &str) -> Result<Cow<'a, str>, String> {
         let raw = self
             .get(key)
             .ok_or_else(|| format!("invalid frame: '{key}' is missing"))?;
-        serde_json::from_str::<&'a str>(raw.get())
-            .map(Cow::Borrowed)
-            .or_else(|_| serde_json::from_str::<String>(raw.get()).map(Cow::Owned))
-            .map_err(|_| format!("invalid frame: '{key}' must be a string"))
+        let not_a_string = || format!("invalid frame: '{key}' must be a string");
+        let inner = raw
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .ok_or_else(not_a_string)?;
+        if inner.contains('\\') {
+            json::decode(raw).map(Cow::Owned).ok_or_else(not_a_string)
+        } else {
+            Ok(Cow::Borrowed(inner))
+        }
     }
 
     fn payload(&self) -> Result<String, String> {
         let raw = self
-            .get("payload")
+            .raw("payload")
             .ok_or_else(|| "invalid frame: 'payload' is missing".to_owned())?;
-        // `parse` has checked its syntax already, with the rest of the frame.
-        check_numbers(raw.get())
-            .map_err(|_| "invalid frame: 'payload' is not JSON with finite numbers".to_owned())?;
-        Ok(raw.get().to_owned())
+        // `parse` has checked its syntax and its numbers already, with the rest of the frame.
+        if !raw.finite {
+            return Err("invalid frame: 'payload' is not JSON with finite numbers".to_owned());
+        }
+        Ok(raw.text.to_owned())
     }
 
     fn optional<T>(
         &self,
         key: &str,
-        parse: impl FnOnce(&RawValue) -> Result<T, String>,
+        parse: impl FnOnce(&'a str) -> Result<T, String>,
     ) -> Result<Option<T>, String> {
         match self.get(key) {
             None => Ok(None),
@@ -395,186 +456,57 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// Reads a top-level object into [`Fields`]; anything else that is valid JSON reads as `None`.
-struct FieldsSeed;
-
-impl<'de> DeserializeSeed<'de> for FieldsSeed {
-    type Value = Option<Fields<'de>>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(FieldsVisitor)
+/// Whether `text`, which does not start with an object, starts with a JSON value as serde_json
+/// reads a frame's top level (`deserialize_any`): an array's contents as `RawValue` reads them, a
+/// string that decodes, a number that fits a double. Whatever follows the value is not read (the
+/// frame is "not a JSON object" then, whatever it goes on with). The error path: no need to be
+/// fast.
+fn top_level_value(text: &str) -> bool {
+    let mut s = Scanner::new(text);
+    if s.peek().is_none() {
+        return false;
     }
-}
-
-struct FieldsVisitor;
-
-impl<'de> Visitor<'de> for FieldsVisitor {
-    type Value = Option<Fields<'de>>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
+    let start = s.pos;
+    if s.value(false).is_err() {
+        return false;
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            let value: &'de RawValue = map.next_value()?;
-            entries.push((key.0, value));
+    let value = &text[start..s.pos];
+    match value.as_bytes()[0] {
+        b'"' => json::decode(value).is_some(),
+        // A digit after the number is one after a leading zero (`01`), which serde_json fails.
+        // Otherwise exactly as serde_json reads it: its own float parser says what is out of
+        // range.
+        b'-' | b'0'..=b'9' => {
+            !text.as_bytes().get(s.pos).is_some_and(u8::is_ascii_digit)
+                && serde_json::from_str::<f64>(value).is_ok()
         }
-        Ok(Some(Fields { entries }))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-}
-
-/// An object key, borrowed from the frame unless it had escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string key")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(KeyVisitor)
+        _ => true,
     }
 }
 
 /// Checks that `text` is one JSON value whose numbers all fit a finite double, as the schema's
 /// `z.json()` demands of a payload after `JSON.parse`. Like `JSON.parse`, it sets no nesting limit
-/// and accepts escaped lone surrogates; it builds no tree.
+/// and accepts escaped lone surrogates; it builds no tree. One pass over the text (see [`json`]).
 pub fn check_json(text: &str) -> Result<(), String> {
-    // serde_json's skipping parser checks the syntax without recursion and without decoding
-    // strings; what it leaves is the numbers' range.
-    serde_json::from_str::<&RawValue>(text).map_err(|e| e.to_string())?;
-    check_numbers(text)
-}
-
-/// The rest of [`check_json`], for text serde_json has already read as one JSON value (a
-/// [`RawValue`]): its numbers all fit a finite double. It reads strings and numbers as valid JSON
-/// has them, and checks nothing else.
-fn check_numbers(text: &str) -> Result<(), String> {
-    if may_leave_double_range(text.as_bytes()) {
-        scan_numbers(text)
-    } else {
-        Ok(())
+    let mut s = Scanner::new(text);
+    if s.value(true).and_then(|()| s.end()).is_err() {
+        return Err(syntax_error(text));
+    }
+    match s.non_finite {
+        Some((start, end)) => Err(format!("{} is not a finite number", &text[start..end])),
+        None => Ok(()),
     }
 }
 
-/// Every number in JSON `text` that could leave a double's range, read as one.
-fn scan_numbers(text: &str) -> Result<(), String> {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        match b {
-            b'"' => i = string_end(bytes, i + 1),
-            b'-' | b'0'..=b'9' => {
-                let start = i;
-                let mut exponent = false;
-                while let Some(&b) = bytes.get(i) {
-                    match b {
-                        b'-' | b'+' | b'.' | b'0'..=b'9' => {}
-                        b'e' | b'E' => exponent = true,
-                        _ => break,
-                    }
-                    i += 1;
-                }
-                let number = &text[start..i];
-                // Only an exponent or over 308 digits can leave a double's range; most numbers
-                // need no parse at all.
-                if (exponent || number.len() > 308)
-                    && !number.parse::<f64>().is_ok_and(f64::is_finite)
-                {
-                    return Err(format!("{number} is not a finite number"));
-                }
-            }
-            _ => i += 1,
-        }
+/// The sentence [`check_json`] gives for text that is not JSON: serde_json's (the scanner reads
+/// JSON as serde_json's `RawValue` does), with its line and column. Only on the error path.
+#[cold]
+fn syntax_error(text: &str) -> String {
+    match serde_json::from_str::<&RawValue>(text) {
+        Err(e) => e.to_string(),
+        // Unreachable while the two agree; the fuzz target `worker_frame` checks that they do.
+        Ok(_) => "not valid JSON".to_owned(),
     }
-    Ok(())
-}
-
-/// Just past the end of the JSON string whose content starts at `start`: its closing quote is the
-/// first quote after an even number of backslashes in a row (an odd one escapes it).
-fn string_end(bytes: &[u8], start: usize) -> usize {
-    let mut from = start;
-    while let Some(at) = bytes[from..].iter().position(|&b| b == b'"') {
-        let quote = from + at;
-        let backslashes = bytes[from..quote]
-            .iter()
-            .rev()
-            .take_while(|&&b| b == b'\\')
-            .count();
-        from = quote + 1;
-        if backslashes % 2 == 0 {
-            return from;
-        }
-    }
-    bytes.len()
-}
-
-/// Whether JSON `text` may hold a number out of a double's range, in one branch-light pass the
-/// compiler vectorises: only a number with an exponent, or with 309 digits or more before its
-/// point, can be. An exponent's `e` always follows a digit, so text with no digit followed by
-/// `e`/`E` and no 309 digits in a row has neither. Strings are not told apart: in them either is
-/// a false alarm, which the exact scan then clears.
-fn may_leave_double_range(text: &[u8]) -> bool {
-    const CHUNK: usize = 64;
-    // 309 digits in a row cover this many whole chunks, wherever they start.
-    const CHUNKS_OF_DIGITS: usize = (309 - (CHUNK - 1)) / CHUNK;
-    let mut digit_chunks = 0;
-    let mut start = 0;
-    let mut last = [b' '; CHUNK + 1];
-    while start < text.len() {
-        // The chunk and the byte after it; past the end, spaces (neither digit nor `e`).
-        let whole = text.get(start..start + CHUNK + 1);
-        let window = match whole.and_then(|w| <&[u8; CHUNK + 1]>::try_from(w).ok()) {
-            Some(w) => w,
-            None => {
-                last[..text.len() - start].copy_from_slice(&text[start..]);
-                &last
-            }
-        };
-        let mut exponent = 0u8;
-        let mut all_digits = 1u8;
-        for i in 0..CHUNK {
-            let digit = u8::from(window[i].wrapping_sub(b'0') < 10);
-            exponent |= digit & u8::from(window[i + 1] | 0x20 == b'e');
-            all_digits &= digit;
-        }
-        digit_chunks = if all_digits != 0 { digit_chunks + 1 } else { 0 };
-        if exponent != 0 || digit_chunks >= CHUNKS_OF_DIGITS {
-            return true;
-        }
-        start += CHUNK;
-    }
-    false
 }
 
 #[cfg(test)]
@@ -721,7 +653,7 @@ mod tests {
     }
 
     #[test]
-    fn the_quick_pass_misses_no_number_that_could_leave_the_range() {
+    fn no_number_that_could_leave_the_range_is_missed() {
         // At every offset around its chunks' edges, and at the very end.
         for pad in 0..200 {
             let sp = " ".repeat(pad);
@@ -785,13 +717,12 @@ mod tests {
     }
 
     #[test]
-    fn the_quick_pass_and_the_scan_agree_with_serde_json() {
+    fn the_number_check_agrees_with_serde_json() {
         let mut seed = 0x2545_f491_4f6c_dd1d;
         for _ in 0..5_000 {
             let payload = random_payload(&mut seed);
             let finite = serde_json::from_str::<serde_json::Value>(&payload).is_ok();
-            assert_eq!(scan_numbers(&payload).is_ok(), finite, "{payload}");
-            assert_eq!(check_numbers(&payload).is_ok(), finite, "{payload}");
+            assert_eq!(check_json(&payload).is_ok(), finite, "{payload}");
             assert_eq!(frame_payload_ok(&payload), finite, "{payload}");
         }
     }
@@ -862,5 +793,544 @@ mod tests {
             assert_eq!(parse_job_frame(want), Ok(frame));
         }
         assert_eq!(js_number(1.5), "1.5");
+    }
+
+    // ── the scanner, against what serde_json did (the parser it replaced) ──
+
+    const INVALID: &str = "frame is not valid JSON";
+    const NOT_AN_OBJECT: &str = "invalid frame: not a JSON object";
+
+    fn get_state(id: &str) -> Result<WorkerFrame, String> {
+        Ok(WorkerFrame::GetState {
+            migration_id: id.into(),
+        })
+    }
+
+    fn error(text: &str) -> String {
+        parse_worker_frame(text).expect_err(text)
+    }
+
+    #[test]
+    fn a_top_level_that_is_not_an_object_is_read_as_serde_json_read_it() {
+        // Not valid JSON at all.
+        for text in [
+            "",
+            " ",
+            "\n",
+            "\u{feff}{}",
+            "\u{feff}",
+            "-",
+            "01",
+            "-01",
+            "00",
+            "1.",
+            ".5",
+            "1e",
+            "1e+",
+            "+1",
+            "1.e5",
+            "nul",
+            "tru",
+            "[",
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "\"",
+            "\"\\x\"",
+            "\"\\ud800\"",
+            "\"\\udc00x\"",
+            "\"\\ud800\\u0041\"",
+            "1e400",
+            "-1e309",
+            "x",
+        ] {
+            assert_eq!(error(text), INVALID, "{text:?}");
+        }
+        let digits = "9".repeat(400);
+        assert_eq!(error(&digits), INVALID);
+        // A value, then whatever: serde_json read the value alone, not what came after it.
+        for text in [
+            "42",
+            "-0",
+            "0",
+            "1.5e3",
+            "2\0",
+            "2 x",
+            "0x",
+            "1.5.3",
+            "1e5e5",
+            "true",
+            "truex",
+            "null}",
+            "false,",
+            "\"a\"",
+            "\"a\" b",
+            "\"\\ud83d\\ude00\"",
+            "[]",
+            "[1] x",
+            "[1e400]",
+            "[\"\\ud800\"]",
+            "[{\"\\ud800\":1}]",
+            " \t\r\n[ 1 , {} ]",
+        ] {
+            assert_eq!(error(text), NOT_AN_OBJECT, "{text:?}");
+        }
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(error(&deep), NOT_AN_OBJECT);
+        assert_eq!(error(&deep[..deep.len() - 1]), INVALID);
+        // Its value ends one bracket early: the last is after it, unread.
+        assert_eq!(error(&deep[1..]), NOT_AN_OBJECT);
+    }
+
+    #[test]
+    fn the_object_s_syntax_is_read_as_serde_json_read_it() {
+        let ok = r#"{"type":"get-state","migrationId":"m"}"#;
+        assert_eq!(parse_worker_frame(ok), get_state("m"));
+        for text in [
+            r#"{"type":"get-state","migrationId":"m",}"#,
+            r#"{"type":"get-state","migrationId":"m"} x"#,
+            r#"{"type":"get-state","migrationId":"m"}}"#,
+            r#"{"type":"get-state","migrationId":"m""#,
+            r#"{"type":"get-state" "migrationId":"m"}"#,
+            r#"{"type":"get-state",,"migrationId":"m"}"#,
+            r#"{"type":"get-state","migrationId":"m","x":[1,]}"#,
+            r#"{"type":"get-state","migrationId":"m","x":{"a":1,}}"#,
+            r#"{"type":"get-state","migrationId":"m","x":{"a" 1}}"#,
+            r#"{"type":"get-state","migrationId":"m","x":{1:1}}"#,
+            r#"{"type":"get-state","migrationId":"m","x":[1 2]}"#,
+            r#"{"type":"get-state","migrationId":"m","x":01}"#,
+            r#"{"type":"get-state","migrationId":"m","x":-}"#,
+            r#"{"type":"get-state","migrationId":"m","x":1.}"#,
+            r#"{"type":"get-state","migrationId":"m","x":.5}"#,
+            r#"{"type":"get-state","migrationId":"m","x":1e}"#,
+            r#"{"type":"get-state","migrationId":"m","x":1E-}"#,
+            r#"{"type":"get-state","migrationId":"m","x":nul}"#,
+            r#"{"type":"get-state","migrationId":"m","x":True}"#,
+            r#"{"type":"get-state","migrationId":"m","x":"\x"}"#,
+            r#"{"type":"get-state","migrationId":"m","x":"\u12"}"#,
+            r#"{"type":"get-state","migrationId":"m","x":"\u12G4"}"#,
+            r#"{"type":"get-state","migrationId":"m","x":"\U0041"}"#,
+            r#"{"type":"get-state","migrationId":"m","x":'a'}"#,
+            r#"{"type":"get-state","migrationId":"m",x:1}"#,
+            r#"{"type":"get-state","migrationId":"m","\ud800":1}"#,
+            r#"{"type":"get-state","migrationId":"m","\udc00":1}"#,
+            r#"{"type":"get-state","migrationId":"m","\ud800\u0041":1}"#,
+            "{\"type\":\"get-state\",\"migrationId\":\"m\"\u{c}}",
+            "{\"type\":\"get-state\",\"migrationId\":\"m\"\u{a0}}",
+            "\u{feff}{\"type\":\"get-state\",\"migrationId\":\"m\"}",
+        ] {
+            assert_eq!(error(text), INVALID, "{text:?}");
+        }
+        // Raw control characters, in a value and in a key; DEL and beyond are fine.
+        for c in (0u8..0x20).map(char::from) {
+            let text = format!(r#"{{"type":"get-state","migrationId":"m","x":"a{c}b"}}"#);
+            assert_eq!(error(&text), INVALID, "{text:?}");
+            let text = format!(r#"{{"type":"get-state","migrationId":"m","a{c}":1}}"#);
+            assert_eq!(error(&text), INVALID, "{text:?}");
+        }
+        let text = "{\"type\":\"get-state\",\"migrationId\":\"\u{7f}\u{80}é😀\"}";
+        assert_eq!(parse_worker_frame(text), get_state("\u{7f}\u{80}é😀"));
+        // Whitespace: space, tab, newline and carriage return, anywhere between tokens.
+        let text = " \t\n\r{ \t\n\r\"type\" \t\n\r: \"get-state\"\r\n,\t\"migrationId\"\n:\"m\" \t\n\r} \r\n";
+        assert_eq!(parse_worker_frame(text), get_state("m"));
+        let text = r#"{"type":"get-state","migrationId":"m","x":[ { "a" : [ 1 , -2.5E+3 , "s" , true , false , null , [ ] , { } ] } ] }"#;
+        assert_eq!(parse_worker_frame(text), get_state("m"));
+    }
+
+    #[test]
+    fn keys_and_string_fields_decode_as_serde_json_decoded_them() {
+        // A key with escapes reads as what it decodes to; the last of a duplicate key wins.
+        let text = r#"{"ty\u0070e":"get-state","\u006digrationId":"a","migrationId":"b"}"#;
+        assert_eq!(parse_worker_frame(text), get_state("b"));
+        let text = r#"{"type":"get-state","migrationId":"a","migrationI\u0064":"c"}"#;
+        assert_eq!(parse_worker_frame(text), get_state("c"));
+        let text = r#"{"type":"x","type":"get-state","migrationId":"a","type":"get-state"}"#;
+        assert_eq!(parse_worker_frame(text), get_state("a"));
+        let text = r#"{"type\u0000":"x","type":"get-state","migrationId":"a"}"#;
+        assert_eq!(parse_worker_frame(text), get_state("a"));
+        // Every escape.
+        let text = r#"{"type":"get-state","migrationId":"\"\\\/\b\f\n\r\t\u00e9\u00E9\u0000\ud83d\ude00\uD83D\uDE00x"}"#;
+        assert_eq!(
+            parse_worker_frame(text),
+            get_state("\"\\/\u{8}\u{c}\n\r\té\u{e9}\0😀😀x")
+        );
+        // A lone surrogate passes the syntax (as in `JSON.parse`) but is no string.
+        for id in [
+            r"\ud800",
+            r"\udc00",
+            r"a\ud800b",
+            r"\ud800\u0041",
+            r"\ud800\ud800",
+            r"\ud800\n",
+        ] {
+            let text = format!(r#"{{"type":"get-state","migrationId":"{id}"}}"#);
+            assert_eq!(
+                error(&text),
+                "invalid frame: 'migrationId' must be a string"
+            );
+            let text = format!(r#"{{"type":"{id}","migrationId":"m"}}"#);
+            assert_eq!(error(&text), "invalid frame: 'type' must be a string");
+        }
+        let text = r#"{"type":"get\u002dstate","migrationId":"m","x":"\ud800"}"#;
+        assert_eq!(parse_worker_frame(text), get_state("m"));
+        for value in ["1", "null", "[\"m\"]", "{}", "true"] {
+            let text = format!(r#"{{"type":"get-state","migrationId":{value}}}"#);
+            assert_eq!(
+                error(&text),
+                "invalid frame: 'migrationId' must be a string"
+            );
+        }
+        assert_eq!(
+            error(r#"{"type":"get-state"}"#),
+            "invalid frame: 'migrationId' is missing"
+        );
+        assert_eq!(error("{}"), "invalid frame: 'type' is missing");
+        assert_eq!(
+            error(r#"{"type":"get-stat\u0065s"}"#),
+            r#"invalid frame: unknown type "get-states""#
+        );
+    }
+
+    #[test]
+    fn payload_numbers_are_checked_and_the_rest_are_not() {
+        let frame = |extra: &str, payload: &str| {
+            format!(r#"{{"type":"cutover-ready","migrationId":"m"{extra},"payload":{payload}}}"#)
+        };
+        let bad = "invalid frame: 'payload' is not JSON with finite numbers";
+        assert_eq!(error(&frame("", "[1e400]")), bad);
+        assert_eq!(error(&frame("", "-1e309")), bad);
+        assert!(parse_worker_frame(&frame(r#","x":1e400,"y":[-1e999]"#, "[1e300]")).is_ok());
+        // The last payload is the payload.
+        assert!(parse_worker_frame(&frame(r#","payload":1e400"#, "1")).is_ok());
+        assert_eq!(error(&frame("", r#"1,"payload":1e400"#)), bad);
+        // A key that decodes to "payload" is the payload.
+        assert_eq!(
+            error(&frame(r#","p\u0061yload":1e400"#, "1").replacen(r#","payload":1}"#, "}", 1)),
+            bad
+        );
+        assert!(parse_worker_frame(&frame("", r#"{"1e400":"1e400","\u0031e400":[]}"#)).is_ok());
+        // No nesting limit, and no stack to overflow, whatever the brackets.
+        for open in ["[", "{\"a\":", "[{\"a\":"] {
+            let close = if open == "[" {
+                "]"
+            } else if open == "[{\"a\":" {
+                "}]"
+            } else {
+                "}"
+            };
+            for depth in [1, 63, 64, 65, 127, 128, 129, 100_000] {
+                let payload = format!("{}1{}", open.repeat(depth), close.repeat(depth));
+                assert!(parse_worker_frame(&frame("", &payload)).is_ok(), "{depth}");
+                assert_eq!(check_json(&payload), Ok(()), "{depth}");
+                let out_of_range = payload.replacen('1', "1e400", 1);
+                assert_eq!(error(&frame("", &out_of_range)), bad, "{depth}");
+                let unbalanced = &payload[..payload.len() - close.len()];
+                assert_eq!(error(&frame("", unbalanced)), INVALID, "{depth}");
+                let swapped = format!("{}1{}]", open.repeat(depth), close.repeat(depth - 1));
+                if !close.ends_with(']') {
+                    assert_eq!(error(&frame("", &swapped)), INVALID, "{depth}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn check_json_gives_serde_json_s_errors() {
+        for text in [
+            "",
+            "[1,]",
+            "{\"a\":1,}",
+            "[1 2]",
+            "\"\\x\"",
+            "01",
+            "1.",
+            "[\"a\u{1}\"]",
+            "[1] x",
+            "\u{feff}1",
+            "nul",
+            "{1:2}",
+            "[\"\\u12\"]",
+        ] {
+            let serde = serde_json::from_str::<&RawValue>(text)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(check_json(text), Err(serde), "{text:?}");
+        }
+        assert_eq!(
+            check_json("[1, -1.5e400, 1e999]"),
+            Err("-1.5e400 is not a finite number".into())
+        );
+        assert_eq!(check_json(" \"\\ud800\" "), Ok(()));
+        // A syntax error wins over a number out of range, wherever it is.
+        let text = "[1e400, 2,]";
+        let serde = serde_json::from_str::<&RawValue>(text)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(check_json(text), Err(serde));
+    }
+
+    /// Generated JSON text for the comparisons below: shallow (serde_json's `Value` stops at 128
+    /// levels), with what the scanner looks for in plenty: escapes (lone surrogates among them),
+    /// numbers in and out of range, strings across the 8-byte words the scanner reads, short and
+    /// long keys, whitespace, and now and then a broken byte.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+        fn pick<'s>(&mut self, from: &[&'s str]) -> &'s str {
+            from[self.next(from.len() as u64) as usize]
+        }
+        fn ws(&mut self, out: &mut String) {
+            if self.next(6) == 0 {
+                out.push_str(self.pick(&[" ", "\n", "\t", "\r\n  ", "  "]));
+            }
+        }
+        fn string(&mut self, out: &mut String) {
+            out.push('"');
+            for _ in 0..self.next(6) {
+                let piece = self.pick(&[
+                    "a",
+                    "seg-00000",
+                    "x y z",
+                    "é",
+                    "😀",
+                    "0123456789abcdef",
+                    "1e400",
+                    "\\\"",
+                    "\\\\",
+                    "\\/",
+                    "\\b\\f\\n\\r\\t",
+                    "\\u00e9",
+                    "\\ud83d\\ude00",
+                    "\\uDBFF\\uDFFF",
+                    "\\ud800",
+                    "\\udc00",
+                    "\u{7f}",
+                    "payload",
+                    "\\u0070ayload",
+                ]);
+                out.push_str(piece);
+            }
+            out.push('"');
+        }
+        fn key(&mut self, out: &mut String) {
+            let key = self.pick(&[
+                "\"type\"",
+                "\"payload\"",
+                "\"migrationId\"",
+                "\"id\"",
+                "\"a\"",
+                "\"\"",
+                "\"ty\\u0070e\"",
+                "\"p\\u0061yload\"",
+                "\"a_rather_long_key_name\"",
+                "\"k\\\"q\"",
+                "\"migration\"",
+                "\"reason\"",
+                "\"\\ud800\"",
+            ]);
+            if self.next(4) == 0 {
+                self.string(out);
+            } else {
+                out.push_str(key);
+            }
+        }
+        fn value(&mut self, depth: u32, out: &mut String) {
+            self.ws(out);
+            match self.next(if depth > 5 { 6 } else { 10 }) {
+                0 => out.push_str(self.pick(&["true", "false", "null"])),
+                1 | 2 => {
+                    let n = self.pick(&[
+                        "0",
+                        "-0",
+                        "7",
+                        "123456789",
+                        "-42",
+                        "1.5",
+                        "-0.000001",
+                        "1e5",
+                        "1E+400",
+                        "-1e-400",
+                        "2.5e308",
+                        "1.7976931348623157e308",
+                        "1.7976931348623159e308",
+                        "1e308",
+                        "0e99999999999",
+                        "12345678901234567890123",
+                    ]);
+                    out.push_str(n);
+                    if self.next(30) == 0 {
+                        out.push_str(&"9".repeat(309));
+                    }
+                }
+                3..=5 => self.string(out),
+                6 | 7 => {
+                    out.push('[');
+                    for i in 0..self.next(4) {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        self.value(depth + 1, out);
+                    }
+                    self.ws(out);
+                    out.push(']');
+                }
+                _ => self.object(depth + 1, out),
+            }
+            self.ws(out);
+        }
+        fn object(&mut self, depth: u32, out: &mut String) {
+            out.push('{');
+            for i in 0..self.next(5) {
+                if i > 0 {
+                    out.push(',');
+                }
+                self.ws(out);
+                self.key(out);
+                self.ws(out);
+                out.push(':');
+                self.value(depth, out);
+            }
+            self.ws(out);
+            out.push('}');
+        }
+        fn frame(&mut self) -> String {
+            let mut out = String::from("{");
+            let members: [(&str, &[&str]); 4] = [
+                (
+                    "type",
+                    &[
+                        "\"cutover-ready\"",
+                        "\"get-state\"",
+                        "\"cutover-\\u0072eady\"",
+                        "7",
+                    ],
+                ),
+                (
+                    "migrationId",
+                    &["\"m\"", "\"mig-\\u0031\"", "\"\\ud800\"", "null"],
+                ),
+                ("payload", &[]),
+                ("reason", &["\"r\"", "[]"]),
+            ];
+            let mut first = true;
+            for _ in 0..self.next(7) {
+                let (key, values) = members[self.next(4) as usize];
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                out.push_str(&format!("\"{key}\""));
+                self.ws(&mut out);
+                out.push(':');
+                if values.is_empty() || self.next(5) == 0 {
+                    self.value(1, &mut out);
+                } else {
+                    out.push_str(self.pick(values));
+                }
+            }
+            out.push('}');
+            if self.next(4) == 0 {
+                self.break_it(&mut out);
+            }
+            out
+        }
+        /// Deletes, inserts or repeats a character, or cuts the text short.
+        fn break_it(&mut self, text: &mut String) {
+            let mut chars: Vec<char> = text.chars().collect();
+            let at = self.next(chars.len() as u64 + 1) as usize;
+            match self.next(4) {
+                0 if at < chars.len() => {
+                    chars.remove(at);
+                }
+                1 => {
+                    let c = self.pick(&[
+                        ",", "]", "}", "\"", "\\", "0", " ", "\u{1}", "e", "-", ".", "{",
+                    ]);
+                    chars.insert(at, c.chars().next().unwrap_or(' '));
+                }
+                2 if at < chars.len() => chars.insert(at, chars[at]),
+                _ => chars.truncate(at),
+            }
+            *text = chars.into_iter().collect();
+        }
+    }
+
+    /// serde_json's `Value` is an oracle for a number check only where the text has no escaped
+    /// surrogate (a lone one fails `Value`, not the check).
+    fn no_surrogate_escapes(text: &str) -> bool {
+        !text.to_ascii_lowercase().contains("\\ud")
+    }
+
+    #[test]
+    fn generated_frames_read_as_serde_json_reads_them() {
+        use std::collections::BTreeMap;
+        let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+        let (mut objects, mut frames) = (0, 0);
+        for _ in 0..6_000 {
+            let text = g.frame();
+            // The top level: serde_json's map of raw values is exactly what `Fields` reads,
+            // syntax and decoded keys and all (the last of a duplicate key wins in both).
+            let serde = serde_json::from_str::<BTreeMap<String, &RawValue>>(&text);
+            let fields = Fields::parse(&text);
+            assert_eq!(fields.is_ok(), serde.is_ok(), "{text}");
+            if let (Ok(fields), Ok(serde)) = (&fields, &serde) {
+                objects += 1;
+                let keys: std::collections::BTreeSet<&str> =
+                    fields.entries.iter().map(|(k, _)| k.as_ref()).collect();
+                assert!(keys.iter().eq(serde.keys()), "{text}");
+                for (key, raw) in serde {
+                    assert_eq!(fields.get(key), Some(raw.get()), "{text}: {key}");
+                }
+                if let Some(payload) = serde
+                    .get("payload")
+                    .filter(|p| no_surrogate_escapes(p.get()))
+                {
+                    let finite = serde_json::from_str::<serde_json::Value>(payload.get()).is_ok();
+                    assert_eq!(fields.payload().is_ok(), finite, "{text}");
+                }
+                if let Some(id) = serde.get("migrationId") {
+                    let decoded = serde_json::from_str::<String>(id.get()).ok();
+                    assert_eq!(fields.string("migrationId").ok(), decoded, "{text}");
+                }
+            }
+            // A whole frame, where serde_json's `Value` reads it.
+            if let Ok(WorkerFrame::CutoverReady {
+                migration_id,
+                payload,
+            }) = parse_worker_frame(&text)
+            {
+                frames += 1;
+                let serde = serde.as_ref().expect("parsed, so JSON");
+                assert_eq!(
+                    Some(payload.as_str()),
+                    serde.get("payload").map(|p| p.get())
+                );
+                let id = serde_json::from_str::<String>(serde["migrationId"].get()).ok();
+                assert_eq!(id, Some(migration_id), "{text}");
+            }
+            // The same text as a payload on its own.
+            let syntax = serde_json::from_str::<&RawValue>(&text).map(|_| ());
+            match check_json(&text) {
+                Err(e) if syntax.is_err() => assert_eq!(Err(e), syntax.map_err(|e| e.to_string())),
+                result => {
+                    assert!(syntax.is_ok(), "{text}");
+                    if no_surrogate_escapes(&text) {
+                        let finite = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+                        assert_eq!(result.is_ok(), finite, "{text}");
+                    }
+                }
+            }
+        }
+        // The generator reaches both sides of every comparison.
+        assert!(
+            objects > 2_000 && frames > 100,
+            "{objects} objects, {frames} frames"
+        );
     }
 }

@@ -8,4 +8,5 @@
 //! included, and its tests run without a runtime or a socket.
 
 pub mod frames;
+mod json;
 pub mod protocol;

@@ -1,0 +1,381 @@
+//! The frame parser as it was before the single-pass scanner (crates/core/src/json.rs): serde_json
+//! reading the frame's top level as `&RawValue`s, then checking the payload's numbers. Kept here,
+//! outside the shipped core, as the oracle the `worker_frame` target holds the core to: the same
+//! frames, the same error strings, for every input.
+//!
+//! Copied from `ctl_migration_core::frames` as of aaf05b0 (the code the scanner replaced);
+//! only the imports changed. Do not "fix" it: it is the reference.
+#![allow(dead_code)]
+
+use ctl_migration_core::frames::{json_string, AppliedSummary, FailedPart, JobFrame, WorkerFrame};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+
+/// Parses a frame from the worker. The error is a sentence for a log line.
+pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
+    let fields = Fields::parse(text)?;
+    let frame = match fields.type_name()?.as_ref() {
+        "hello-ack" => WorkerFrame::HelloAck {
+            migration: match fields.get("migration") {
+                None => None,
+                Some(raw) => Some(parse_migration(raw)?),
+            },
+        },
+        "get-state" => WorkerFrame::GetState {
+            migration_id: fields.string("migrationId")?,
+        },
+        "initial-state" => WorkerFrame::InitialState {
+            migration_id: fields.string("migrationId")?,
+            payload: fields.payload()?,
+        },
+        "cutover-ready" => WorkerFrame::CutoverReady {
+            migration_id: fields.string("migrationId")?,
+            payload: fields.payload()?,
+        },
+        "cutover-apply" => WorkerFrame::CutoverApply {
+            migration_id: fields.string("migrationId")?,
+            payload: fields.payload()?,
+        },
+        "abort" => WorkerFrame::Abort {
+            migration_id: fields.string("migrationId")?,
+            reason: fields.string("reason")?,
+        },
+        other => {
+            return Err(format!(
+                "invalid frame: unknown type {}",
+                json_string(other)
+            ))
+        }
+    };
+    Ok(frame)
+}
+
+/// Parses a frame from a job (what the worker, and so the simulator, accepts).
+pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
+    let fields = Fields::parse(text)?;
+    let frame = match fields.type_name()?.as_ref() {
+        "hello" => JobFrame::Hello {
+            token: fields.string("token")?,
+        },
+        "state" => JobFrame::State {
+            payload: fields.payload()?,
+        },
+        "state-refused" => JobFrame::StateRefused {
+            reason: fields.string("reason")?,
+        },
+        "target-ready" => JobFrame::TargetReady {
+            payload: fields.payload()?,
+        },
+        "source-stopped-output" => JobFrame::SourceStoppedOutput {
+            payload: fields.payload()?,
+        },
+        "target-applied" => JobFrame::TargetApplied(AppliedSummary {
+            applied: fields.optional("applied", |raw| {
+                serde_json::from_str::<Vec<String>>(raw.get())
+                    .map_err(|_| "'applied' must be an array of strings".to_owned())
+            })?,
+            failed: fields.optional("failed", parse_failed)?,
+            skew_ms: fields.optional("skewMs", |raw| {
+                serde_json::from_str::<f64>(raw.get())
+                    .map_err(|_| "'skewMs' must be a finite number".to_owned())
+            })?,
+        }),
+        "abort" => JobFrame::Abort {
+            reason: fields.string("reason")?,
+        },
+        other => {
+            return Err(format!(
+                "invalid frame: unknown type {}",
+                json_string(other)
+            ))
+        }
+    };
+    Ok(frame)
+}
+
+fn parse_migration(raw: &RawValue) -> Result<String, String> {
+    #[derive(Deserialize)]
+    struct Migration {
+        id: String,
+        side: String,
+    }
+    let m: Migration = serde_json::from_str(raw.get()).map_err(|_| {
+        "invalid frame: 'migration' must be an object with string 'id' and 'side'".to_owned()
+    })?;
+    if m.side != "target" {
+        return Err("invalid frame: 'migration.side' must be \"target\"".to_owned());
+    }
+    Ok(m.id)
+}
+
+fn parse_failed(raw: &RawValue) -> Result<Vec<FailedPart>, String> {
+    #[derive(Deserialize)]
+    struct Failed {
+        id: String,
+        reason: String,
+    }
+    let parts: Vec<Failed> = serde_json::from_str(raw.get())
+        .map_err(|_| "'failed' must be an array of { id, reason } strings".to_owned())?;
+    Ok(parts
+        .into_iter()
+        .map(|f| FailedPart {
+            id: f.id,
+            reason: f.reason,
+        })
+        .collect())
+}
+
+/// A frame's top-level keys with their raw values. A key given twice keeps its last value, as
+/// `JSON.parse` does.
+struct Fields<'a> {
+    entries: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'a> Fields<'a> {
+    fn parse(text: &'a str) -> Result<Self, String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let fields = match FieldsSeed.deserialize(&mut de) {
+            Ok(Some(fields)) => fields,
+            Ok(None) => return Err("invalid frame: not a JSON object".to_owned()),
+            Err(_) => return Err("frame is not valid JSON".to_owned()),
+        };
+        de.end().map_err(|_| "frame is not valid JSON".to_owned())?;
+        Ok(fields)
+    }
+
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| *v)
+    }
+
+    fn type_name(&self) -> Result<Cow<'a, str>, String> {
+        self.str("type")
+    }
+
+    fn string(&self, key: &str) -> Result<String, String> {
+        self.str(key).map(Cow::into_owned)
+    }
+
+    /// A string field, borrowed from the frame unless it has escapes (serde_json reads one with
+    /// escapes only into a `String`).
+    fn str(&self, key: &str) -> Result<Cow<'a, str>, String> {
+        let raw = self
+            .get(key)
+            .ok_or_else(|| format!("invalid frame: '{key}' is missing"))?;
+        serde_json::from_str::<&'a str>(raw.get())
+            .map(Cow::Borrowed)
+            .or_else(|_| serde_json::from_str::<String>(raw.get()).map(Cow::Owned))
+            .map_err(|_| format!("invalid frame: '{key}' must be a string"))
+    }
+
+    fn payload(&self) -> Result<String, String> {
+        let raw = self
+            .get("payload")
+            .ok_or_else(|| "invalid frame: 'payload' is missing".to_owned())?;
+        // `parse` has checked its syntax already, with the rest of the frame.
+        check_numbers(raw.get())
+            .map_err(|_| "invalid frame: 'payload' is not JSON with finite numbers".to_owned())?;
+        Ok(raw.get().to_owned())
+    }
+
+    fn optional<T>(
+        &self,
+        key: &str,
+        parse: impl FnOnce(&RawValue) -> Result<T, String>,
+    ) -> Result<Option<T>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(raw) => parse(raw)
+                .map(Some)
+                .map_err(|reason| format!("invalid frame: {reason}")),
+        }
+    }
+}
+
+/// Reads a top-level object into [`Fields`]; anything else that is valid JSON reads as `None`.
+struct FieldsSeed;
+
+impl<'de> DeserializeSeed<'de> for FieldsSeed {
+    type Value = Option<Fields<'de>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(FieldsVisitor)
+    }
+}
+
+struct FieldsVisitor;
+
+impl<'de> Visitor<'de> for FieldsVisitor {
+    type Value = Option<Fields<'de>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let value: &'de RawValue = map.next_value()?;
+            entries.push((key.0, value));
+        }
+        Ok(Some(Fields { entries }))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// An object key, borrowed from the frame unless it had escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Checks that `text` is one JSON value whose numbers all fit a finite double, as the schema's
+/// `z.json()` demands of a payload after `JSON.parse`. Like `JSON.parse`, it sets no nesting limit
+/// and accepts escaped lone surrogates; it builds no tree.
+pub fn check_json(text: &str) -> Result<(), String> {
+    // serde_json's skipping parser checks the syntax without recursion and without decoding
+    // strings; what it leaves is the numbers' range.
+    serde_json::from_str::<&RawValue>(text).map_err(|e| e.to_string())?;
+    check_numbers(text)
+}
+
+/// The rest of [`check_json`], for text serde_json has already read as one JSON value (a
+/// [`RawValue`]): its numbers all fit a finite double. It reads strings and numbers as valid JSON
+/// has them, and checks nothing else.
+fn check_numbers(text: &str) -> Result<(), String> {
+    if may_leave_double_range(text.as_bytes()) {
+        scan_numbers(text)
+    } else {
+        Ok(())
+    }
+}
+
+/// Every number in JSON `text` that could leave a double's range, read as one.
+fn scan_numbers(text: &str) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => i = string_end(bytes, i + 1),
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                let mut exponent = false;
+                while let Some(&b) = bytes.get(i) {
+                    match b {
+                        b'-' | b'+' | b'.' | b'0'..=b'9' => {}
+                        b'e' | b'E' => exponent = true,
+                        _ => break,
+                    }
+                    i += 1;
+                }
+                let number = &text[start..i];
+                // Only an exponent or over 308 digits can leave a double's range; most numbers
+                // need no parse at all.
+                if (exponent || number.len() > 308)
+                    && !number.parse::<f64>().is_ok_and(f64::is_finite)
+                {
+                    return Err(format!("{number} is not a finite number"));
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// Just past the end of the JSON string whose content starts at `start`: its closing quote is the
+/// first quote after an even number of backslashes in a row (an odd one escapes it).
+fn string_end(bytes: &[u8], start: usize) -> usize {
+    let mut from = start;
+    while let Some(at) = bytes[from..].iter().position(|&b| b == b'"') {
+        let quote = from + at;
+        let backslashes = bytes[from..quote]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        from = quote + 1;
+        if backslashes % 2 == 0 {
+            return from;
+        }
+    }
+    bytes.len()
+}
+
+/// Whether JSON `text` may hold a number out of a double's range, in one branch-light pass the
+/// compiler vectorises: only a number with an exponent, or with 309 digits or more before its
+/// point, can be. An exponent's `e` always follows a digit, so text with no digit followed by
+/// `e`/`E` and no 309 digits in a row has neither. Strings are not told apart: in them either is
+/// a false alarm, which the exact scan then clears.
+fn may_leave_double_range(text: &[u8]) -> bool {
+    const CHUNK: usize = 64;
+    // 309 digits in a row cover this many whole chunks, wherever they start.
+    const CHUNKS_OF_DIGITS: usize = (309 - (CHUNK - 1)) / CHUNK;
+    let mut digit_chunks = 0;
+    let mut start = 0;
+    let mut last = [b' '; CHUNK + 1];
+    while start < text.len() {
+        // The chunk and the byte after it; past the end, spaces (neither digit nor `e`).
+        let whole = text.get(start..start + CHUNK + 1);
+        let window = match whole.and_then(|w| <&[u8; CHUNK + 1]>::try_from(w).ok()) {
+            Some(w) => w,
+            None => {
+                last[..text.len() - start].copy_from_slice(&text[start..]);
+                &last
+            }
+        };
+        let mut exponent = 0u8;
+        let mut all_digits = 1u8;
+        for i in 0..CHUNK {
+            let digit = u8::from(window[i].wrapping_sub(b'0') < 10);
+            exponent |= digit & u8::from(window[i + 1] | 0x20 == b'e');
+            all_digits &= digit;
+        }
+        digit_chunks = if all_digits != 0 { digit_chunks + 1 } else { 0 };
+        if exponent != 0 || digit_chunks >= CHUNKS_OF_DIGITS {
+            return true;
+        }
+        start += CHUNK;
+    }
+    false
+}
