@@ -216,15 +216,13 @@ impl Client {
                 shown_by_dispatch.adopt(ctx.value.status);
                 Ok(ctx.value.actions.into_iter().filter_map(to_js).collect())
             })?;
-        let uv_loop = readable.as_ref().and_then(|_| SocketReads::event_loop(&env));
+        let uv_loop = readable
+            .as_ref()
+            .and_then(|_| SocketReads::event_loop(&env));
         let url = options.url.clone();
-        let client = NativeClient::start(
-            core(options, true),
-            url,
-            TsfnSink(tsfn),
-            uv_loop.is_some(),
-        )
-        .map_err(Error::from_reason)?;
+        let client =
+            NativeClient::start(core(options, true), url, TsfnSink(tsfn), uv_loop.is_some())
+                .map_err(Error::from_reason)?;
         let reads = match (uv_loop, readable) {
             (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(
                 &env,
@@ -460,7 +458,9 @@ impl SocketReads {
         _client: NativeClient<TsfnSink>,
         _shown: Arc<Shown>,
     ) -> Result<SocketReads> {
-        Err(Error::from_reason("the JavaScript thread cannot poll sockets here"))
+        Err(Error::from_reason(
+            "the JavaScript thread cannot poll sockets here",
+        ))
     }
 
     fn poll(&self, _socket: std::net::TcpStream) -> Result<()> {
