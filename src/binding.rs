@@ -172,6 +172,13 @@ impl Shown {
         }
     }
 
+    /// One event's work for the glue: its state adopted, its actions in the glue's terms. On
+    /// the JavaScript thread, just before the glue runs them.
+    fn actions(&self, work: JsWork) -> Vec<JsAction> {
+        self.adopt(work.status);
+        work.actions.into_iter().filter_map(to_js).collect()
+    }
+
     fn read<R>(&self, f: impl FnOnce(Option<&Status>) -> R) -> R {
         f(self.0.lock().unwrap_or_else(|p| p.into_inner()).as_ref())
     }
@@ -211,11 +218,7 @@ impl Client {
         let tsfn: Dispatch = dispatch
             .build_threadsafe_function::<JsWork>()
             .callee_handled::<false>()
-            .build_callback(move |ctx| {
-                // On the JavaScript thread, just before the glue runs this event's handlers.
-                shown_by_dispatch.adopt(ctx.value.status);
-                Ok(ctx.value.actions.into_iter().filter_map(to_js).collect())
-            })?;
+            .build_callback(move |ctx| Ok(shown_by_dispatch.actions(ctx.value)))?;
         let uv_loop = readable
             .as_ref()
             .and_then(|_| SocketReads::event_loop(&env));
@@ -267,10 +270,7 @@ impl Client {
             reads.poll(socket)?;
         }
         Ok(match client.read_here() {
-            JsRead::Event(work) => {
-                shown.adopt(work.status);
-                Some(work.actions.into_iter().filter_map(to_js).collect())
-            }
+            JsRead::Event(work) => Some(shown.actions(work)),
             JsRead::Idle => None,
             JsRead::NotOurs => {
                 reads.stop();
@@ -362,7 +362,15 @@ impl SocketReads {
     }
 
     fn stop(&self) {
-        let stopped = self.target.poll.borrow_mut().take();
+        self.target.stop();
+    }
+}
+
+#[cfg(unix)]
+impl ReadTarget {
+    /// Stops and closes the poll (also from inside its own callback, which libuv allows).
+    fn stop(&self) {
+        let stopped = self.poll.borrow_mut().take();
         drop(stopped);
     }
 }
@@ -388,19 +396,14 @@ unsafe extern "C" fn on_readable(handle: *mut std::ffi::c_void, _status: i32, _e
     loop {
         match target.client.read_here() {
             JsRead::Event(work) => {
-                target.shown.adopt(work.status);
-                let actions: Vec<JsAction> = work.actions.into_iter().filter_map(to_js).collect();
+                let actions = target.shown.actions(work);
                 if !actions.is_empty() {
                     call_readable(target, actions);
                     return;
                 }
             }
             JsRead::Idle => return,
-            JsRead::NotOurs => {
-                let stopped = target.poll.borrow_mut().take();
-                drop(stopped);
-                return;
-            }
+            JsRead::NotOurs => return target.stop(),
         }
     }
 }
@@ -690,8 +693,7 @@ impl Client {
             Transport::Native { client, shown, .. } => {
                 let (result, work) = client.with_core(f);
                 // JavaScript is now up to date with what it just did.
-                shown.adopt(work.status);
-                (result, work.actions.into_iter().filter_map(to_js).collect())
+                (result, shown.actions(work))
             }
             Transport::JsSocket(core) => {
                 let result = f(core);
