@@ -266,7 +266,10 @@ impl Harness {
                         !self.m.replaced || timer != Timer::Reconnect,
                         "a reconnect timer after 4409"
                     );
-                    assert!(self.m.due[timer.index()].is_none(), "{timer:?} started twice");
+                    assert!(
+                        self.m.due[timer.index()].is_none(),
+                        "{timer:?} started twice"
+                    );
                     assert!(delay_ms.is_finite() && delay_ms >= 0.0, "delay {delay_ms}");
                     if timer != Timer::Reconnect {
                         assert!(
@@ -277,7 +280,10 @@ impl Harness {
                     self.m.due[timer.index()] = Some(self.m.now + delay_ms);
                 }
                 Action::CancelTimer(timer) => {
-                    assert!(self.m.due[timer.index()].is_some(), "{timer:?} cancelled but not running");
+                    assert!(
+                        self.m.due[timer.index()].is_some(),
+                        "{timer:?} cancelled but not running"
+                    );
                     self.m.due[timer.index()] = None;
                 }
                 Action::Ping => assert!(self.m.sock.is_some(), "a ping with no socket"),
@@ -289,7 +295,10 @@ impl Harness {
         }
         if self.m.sock.is_none() && !self.m.pending_open {
             for timer in [Timer::ConnectDeadline, Timer::Ping, Timer::Silence] {
-                assert!(self.m.due[timer.index()].is_none(), "{timer:?} outlived its socket");
+                assert!(
+                    self.m.due[timer.index()].is_none(),
+                    "{timer:?} outlived its socket"
+                );
             }
         }
         let acked = self.m.sock.as_ref().is_some_and(|s| s.acked);
@@ -514,7 +523,8 @@ impl Harness {
             }
             Event::Timer => self.fire(Timer::Reconnect),
             Event::Liveness(k) => {
-                let timer = [Timer::ConnectDeadline, Timer::Ping, Timer::Silence][usize::from(k % 3)];
+                let timer =
+                    [Timer::ConnectDeadline, Timer::Ping, Timer::Silence][usize::from(k % 3)];
                 self.fire(timer);
             }
             Event::Traffic(ms) => {

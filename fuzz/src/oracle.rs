@@ -5,7 +5,6 @@
 //!
 //! Copied from `ctl_migration_core::frames` as of aaf05b0 (the code the scanner replaced);
 //! only the imports changed. Do not "fix" it: it is the reference.
-#![allow(dead_code)]
 
 use ctl_migration_core::frames::{json_string, AppliedSummary, FailedPart, JobFrame, WorkerFrame};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
