@@ -4,6 +4,9 @@ export default defineConfig({
   test: {
     include: ['__test__/**/*.test.{ts,mts,js,mjs}'],
     pool: 'forks',
+    // The package's own entries are loaded by Node itself, as in a product's suite, where they
+    // sit in node_modules: one module instance for the ESM and the CommonJS entry.
+    server: { deps: { external: [/\/lib\/[^/]+\.m?js$/] } },
     testTimeout: 20_000,
     hookTimeout: 20_000,
   },

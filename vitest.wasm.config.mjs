@@ -19,6 +19,9 @@ export default defineConfig({
     env: { NAPI_RS_FORCE_WASI: 'error' },
     setupFiles: ['__test__/support/wasm-only.ts'],
     pool: 'forks',
+    // The package's own entries are loaded by Node itself, as in a product's suite, where they
+    // sit in node_modules: one module instance for the ESM and the CommonJS entry.
+    server: { deps: { external: [/\/lib\/[^/]+\.m?js$/] } },
     testTimeout: 20_000,
     hookTimeout: 20_000,
   },

@@ -8,6 +8,7 @@
 // that has a socket, so an import or a no-op client costs no native code and cannot fail.
 const { binding } = require('./addon/binding.js')
 const { PACKAGE, hasLibuv } = require('./addon/platform.js')
+const { ownRequire } = require('./addon/own-require.js')
 
 const URL_ENV = 'NORSK_WORKER_WS_URL'
 const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
@@ -81,7 +82,7 @@ function functionOption(opts, key) {
  *  (from this package's place, else from the product's working directory, for strict layouts). */
 function fallbackWebSocket() {
   if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket
-  const finders = [() => require('ws'), () => require('module').createRequire(`${process.cwd()}/package.json`)('ws')]
+  const finders = [() => ownRequire('ws'), () => require('module').createRequire(`${process.cwd()}/package.json`)('ws')]
   for (const find of finders) {
     try {
       const ws = find()

@@ -1,7 +1,6 @@
-// ESM entry: the same module as the CommonJS one, so both share one addon instance.
-import { createRequire } from 'node:module'
-
-const client = createRequire(import.meta.url)('./client.js')
+// ESM entry: the CommonJS module itself, imported (not required) so that bundlers follow it, and
+// so both entries share one module instance and one addon.
+import client from './client.js'
 
 export const connectMigration = client.connectMigration
 export const stateRefusal = client.stateRefusal

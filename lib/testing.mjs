@@ -1,7 +1,6 @@
-// ESM entry of the testing kit: the same module as the CommonJS one, so both share one addon.
-import { createRequire } from 'node:module'
-
-const testing = createRequire(import.meta.url)('./testing.js')
+// ESM entry of the testing kit: the CommonJS module itself, imported (not required) so that
+// bundlers follow it, and so both entries share one module instance and one addon.
+import testing from './testing.js'
 
 export const startTestWorker = testing.startTestWorker
 export const runHandover = testing.runHandover

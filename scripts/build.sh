@@ -4,6 +4,8 @@
 #   ctl-migration-testing.<platform>.node  the worker simulator (crates/simulator): the testing kit's
 #   ctl-migration.wasm32-wasip1.wasm       the client's WebAssembly fallback (the same binding,
 #                                          without the native transport)
+#   wasm-runtime.js                        what runs that module (emnapi, bundled as CommonJS by
+#                                          scripts/bundle-wasm-runtime.mjs)
 # and regenerates the native loader (lib/addon/napi-loader.js) and the binding's types.
 #   scripts/build.sh               release
 #   scripts/build.sh --debug       debug (faster to build, for iterating)
@@ -38,3 +40,4 @@ rm -rf "$WASM_OUT"
 "$NAPI" build --platform "${PROFILE[@]}" --target wasm32-wasip1 --output-dir "$WASM_OUT" --no-js \
   --dts binding.d.ts
 cp "$WASM_OUT/ctl-migration.wasm32-wasip1.wasm" lib/addon/
+node scripts/bundle-wasm-runtime.mjs

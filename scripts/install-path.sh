@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # The real install path: what a product gets from `npm install @norskvideo/ctl-migration`.
-# Packs the root package as it is published (the optionalDependencies rewritten to versions, as
-# `napi prepublish` does) and this host's platform package, installs both from the tarballs into a
-# fresh product directory outside the repository, with no Rust toolchain on PATH, and there:
+# Packs the root package (checking that a plain `npm pack` of the repository installs as it is),
+# then as it is published (the platform packages added as optional dependencies, as `napi
+# prepublish` does) and this host's platform package; checks the published manifest with
+# `publint --strict` and `attw` (every module resolution); installs both from the tarballs into a
+# fresh product directory outside the repository, with no Rust toolchain on PATH (no install may
+# print EBADENGINE), and there:
 #   - runs a handover against the testing kit as an ESM product and as a CJS product,
 #   - runs the smoke suite (ESM import, CJS require, connect, handover, reconnect, close, exit,
 #     worker threads) against the installed copy,
 #   - type-checks a product file that uses every exported type with `tsc --strict`
-#     (TypeScript from the npm registry), for the ESM and the CJS entry;
+#     (TypeScript from the npm registry), for the ESM and the CJS entry, under the node10,
+#     node16, nodenext and bundler module resolutions,
+#   - bundles the ESM and the CJS product with esbuild and runs the bundles (no configuration),
+#     a bundle away from node_modules (the error names the flag) and one made with the flag;
 # then installs the root tarball alone with --omit=optional into a second product (what a
 # lockfile from another platform or a platform with no binary gives) and there:
 #   - CJS require, ESM import and the no-op client work, loading nothing native,
 #   - on Node 20 without `ws`, connectMigration says to install it; with `ws`, a real handover
 #     runs on the WebAssembly build; on Node 22 (from the npm registry) the same over the global
-#     WebSocket.
+#     WebSocket;
+# and last, on the oldest and newest patches of every Node line `engines` admits (from the npm
+# registry), a real handover native and on the WebAssembly build.
 #
 #   scripts/install-path.sh                  # the binary this checkout built (npm run build)
 #   BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node scripts/install-path.sh
@@ -38,6 +46,7 @@ TESTING_BINARY=${TESTING_BINARY:-$(dirname "$BINARY")/ctl-migration-testing.$PLA
 WASM=$ROOT/lib/addon/ctl-migration.wasm32-wasip1.wasm
 if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then npm run build; fi
 [ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ]
+[ -f lib/addon/wasm-runtime.js ] || node scripts/bundle-wasm-runtime.mjs
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$TMP"' EXIT; fi
@@ -46,29 +55,53 @@ echo "platform $PLATFORM, version $VERSION, binary $BINARY, in $TMP" >&2
 
 # ── pack ─────────────────────────────────────────────────────────────────────
 say "pack"
-# The root package: npm pack's own file list ("files" in package.json), then the manifest as
-# `napi prepublish` leaves it: every platform package an optional dependency at this version.
+# The repository's own tarball, as a plain `npm pack` makes it: no `file:` spec, no platform
+# package named (napi prepublish adds them at release), so it installs anywhere as it is.
 root_tgz=$(npm pack --silent --pack-destination "$TMP/stage")
 tar -xzf "$TMP/stage/$root_tgz" -C "$TMP/stage"
+# shellcheck disable=SC2016 # JavaScript, not shell
+node -e '
+  const pkg = require(process.argv[1])
+  const specs = JSON.stringify(pkg).match(/"file:[^"]*"/g)
+  if (specs) { console.error("file: specs in the packed manifest:", specs.join(", ")); process.exit(1) }
+  if (pkg.optionalDependencies) { console.error("the repository names platform packages:", pkg.optionalDependencies); process.exit(1) }' \
+  "$TMP/stage/package/package.json"
+# Then the manifest as `napi prepublish` leaves it: every platform package an optional dependency
+# at this version.
+# shellcheck disable=SC2016 # JavaScript, not shell
 node -e '
   const fs = require("fs")
+  const { parseTriple } = require(process.argv[2])
   const file = process.argv[1]
   const pkg = JSON.parse(fs.readFileSync(file, "utf8"))
-  for (const name of Object.keys(pkg.optionalDependencies)) pkg.optionalDependencies[name] = pkg.version
-  fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")' "$TMP/stage/package/package.json"
+  pkg.optionalDependencies = {}
+  for (const t of pkg.napi.targets) pkg.optionalDependencies[`${pkg.name}-${parseTriple(t).platformArchABI}`] = pkg.version
+  fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")' "$TMP/stage/package/package.json" "$ROOT/node_modules/@napi-rs/cli"
 if [ -n "$(find "$TMP/stage/package" -name '*.node')" ]; then echo "the root package must not carry a binary" >&2; exit 1; fi
-# The WebAssembly fallback is in the root package itself: no install option can leave it out.
-[ -f "$TMP/stage/package/lib/addon/ctl-migration.wasm32-wasip1.wasm" ] || { echo "the root package lacks the WebAssembly build" >&2; exit 1; }
+# The WebAssembly fallback and what runs it are in the root package itself: no install option can
+# leave them out.
+for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js LICENSE; do
+  [ -f "$TMP/stage/package/$f" ] || { echo "the root package lacks $f" >&2; exit 1; }
+done
 (cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
 # The production addon carries no worker simulator (it is the testing addon's alone).
 if grep -q -a -e TestWorkerHandle -e second-hello "$BINARY"; then echo "the client binary carries the simulator" >&2; exit 1; fi
 # The platform package: npm/<platform> with the binary in it (what `napi artifacts` does).
 cp -r "npm/$PLATFORM" "$TMP/stage/platform"
+cp LICENSE "$TMP/stage/platform/"
 cp "$BINARY" "$TMP/stage/platform/ctl-migration.$PLATFORM.node"
 cp "$TESTING_BINARY" "$TMP/stage/platform/ctl-migration-testing.$PLATFORM.node"
 (cd "$TMP/stage/platform" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
 ls -l "$TMP/tarballs" >&2
 tar -tzf "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz" | sort >&2
+[[ $'\n'$(tar -tzf "$TMP/tarballs/norskvideo-ctl-migration-$PLATFORM-$VERSION.tgz")$'\n' == *$'\n'package/LICENSE$'\n'* ]] ||
+  { echo "the platform package lacks its LICENSE" >&2; exit 1; }
+
+# ── what npm's tooling says of the published root package ────────────────────
+say "publint --strict, attw"
+"$ROOT/node_modules/.bin/publint" --strict "$TMP/stage/package"
+# Every resolution a product uses: node10, node16 (from CJS and ESM), bundler; any finding fails.
+"$ROOT/node_modules/.bin/attw" --format table-flipped "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz"
 
 # ── install in a product with no Rust and no repository ──────────────────────
 say "install"
@@ -93,10 +126,15 @@ run() {
 if run sh -c 'command -v cargo || command -v rustc'; then echo "a Rust toolchain is on PATH" >&2; exit 1; fi
 # The other platforms' packages are not on the registry until the first release: npm skips an
 # optional dependency it cannot fetch, as it skips one for another platform.
-run npm install --no-audit --no-fund --loglevel=error \
-  "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz" \
+# npm's warnings are kept: an install must not print EBADENGINE (nor any other).
+install() {
+  run npm install --no-audit --no-fund --loglevel=warn "$@" 2>&1 | tee -a "$TMP/install.log" >&2
+  if grep -q EBADENGINE "$TMP/install.log"; then echo "the install printed EBADENGINE" >&2; exit 1; fi
+}
+ESBUILD_VERSION=$(node -p 'require(process.argv[1]).version' "$ROOT/node_modules/esbuild/package.json")
+install "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz" \
   "$TMP/tarballs/norskvideo-ctl-migration-$PLATFORM-$VERSION.tgz" \
-  "typescript@$TYPESCRIPT_VERSION" "@types/node@20"
+  "typescript@$TYPESCRIPT_VERSION" "@types/node@20" "esbuild@$ESBUILD_VERSION"
 # Where the package and its binary came from: this directory, nothing of the repository.
 run node -e '
   const path = require("path"), fs = require("fs")
@@ -118,6 +156,37 @@ check "ESM product: handover through the testing kit" node smoke/product/handove
 check "CJS product: handover through the testing kit" node smoke/product/handover.cjs
 check "smoke suite against the installed package" node smoke/run.mjs
 check "tsc --strict: every exported type, ESM and CJS entries" node_modules/.bin/tsc -p smoke/product/tsconfig.json
+# The same files under each module resolution a product may use (node10 is what
+# `"module": "commonjs"` gives; it has no `exports`, and finds the kit through testing/package.json).
+for resolution in "commonjs node10 types.cts" "node16 node16 types.mts types.cts" "preserve bundler types.mts types.cts"; do
+  # shellcheck disable=SC2086 # the words are tsc's arguments
+  set -- $resolution
+  module=$1 moduleResolution=$2
+  shift 2
+  check "tsc --strict, module $module, moduleResolution $moduleResolution: $*" \
+    node_modules/.bin/tsc --strict --noEmit --target ES2022 --module "$module" --moduleResolution "$moduleResolution" \
+    --types node --noUnusedLocals "${@/#/smoke/product/}"
+done
+
+# ── bundled with esbuild ─────────────────────────────────────────────────────
+# No configuration: the package's JavaScript goes into the bundle and finds its binaries in
+# node_modules when it runs. Moved where no node_modules reaches, it says to mark the package
+# external; marked external, it is loaded from node_modules as it is.
+for format in esm cjs; do
+  entry=smoke/product/handover.mjs out=bundle/handover-$format.mjs
+  if [ $format = cjs ]; then entry=smoke/product/handover.cjs out=bundle/handover-cjs.cjs; fi
+  check "esbuild, $format output: the bundled product hands over" sh -c \
+    "node_modules/.bin/esbuild $entry --bundle --platform=node --format=$format --log-level=error --outfile=$out && node $out"
+done
+mkdir -p "$TMP/away"
+cp bundle/handover-esm.mjs "$TMP/away/"
+# shellcheck disable=SC2016 # JavaScript, not shell
+check "esbuild, bundle run away from node_modules: the error names the package and the flag" sh -c '
+  out=$(cd "$1" && node handover-esm.mjs 2>&1) && exit 1
+  echo "$out" | grep -m1 "was bundled"
+  echo "$out" | grep -q "ERR_CTL_MIGRATION_BUNDLED" && echo "$out" | grep -q -- "--external:@norskvideo/ctl-migration"' _ "$TMP/away"
+check "esbuild --external:@norskvideo/ctl-migration, ESM output: hands over" sh -c \
+  "node_modules/.bin/esbuild smoke/product/handover.mjs --bundle --platform=node --format=esm --external:@norskvideo/ctl-migration --log-level=error --outfile=bundle/external.mjs && node bundle/external.mjs"
 # shellcheck disable=SC2016 # JavaScript, not shell
 check "the type-checked product file names every type the package exports" node -e '
   const fs = require("fs"), path = require("path")
@@ -158,7 +227,7 @@ say "install --omit=optional"
 cd "$TMP/fallback"
 cp -r "$TMP/product/smoke" smoke
 echo '{ "name": "a-product-without-binaries", "version": "1.0.0", "private": true }' >package.json
-run npm install --no-audit --no-fund --loglevel=error --omit=optional "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz"
+install --omit=optional "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz"
 if [ -n "$(find node_modules -name '*.node')" ]; then echo "--omit=optional installed a binary" >&2; status=1; fi
 # shellcheck disable=SC2016 # JavaScript, not shell
 check "without binaries: CJS require, ESM import and the no-op client, nothing native loaded" node -e '
@@ -191,9 +260,25 @@ check "without binaries: the testing kit says it needs the native addon" node -e
 NODE22=$(RUNTIMES_DIR=${RUNTIMES_DIR:-$ROOT/target/runtimes} "$ROOT/scripts/runtime-bin.sh" node22)
 check "without binaries, Node 22: a real handover on the WebAssembly build over the global WebSocket" \
   env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
-run npm install --no-audit --no-fund --loglevel=error --omit=optional ws@8
+install --omit=optional ws@8
 check "without binaries, Node $(node --version) with ws: a real handover on the WebAssembly build" \
   env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm node smoke/product/handover.mjs
+
+# ── every Node release line engines admits, its oldest and newest patches ────
+# Native (the product with its binary) and on the WebAssembly fallback (the install without
+# optional dependencies; `ws` is there for the Node 20s, which have no global WebSocket).
+say "Node versions"
+for node_spec in node@20.0.0 node@20.18.0 node@20.19.0 node@22.0.0 node@22.11.0 node@22.12.0 node22 node24 node26; do
+  node_bin=$(RUNTIMES_DIR=${RUNTIMES_DIR:-$ROOT/target/runtimes} "$ROOT/scripts/runtime-bin.sh" "$node_spec")
+  node_version=$("$node_bin" --version)
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  "$node_bin" -e 'const engines = require(process.argv[1]).engines.node
+    if (!/^>= ?20$/.test(engines)) { console.error(`engines is ${engines}: update this list`); process.exit(1) }' \
+    "$TMP/fallback/node_modules/@norskvideo/ctl-migration/package.json"
+  check "Node $node_version, native: a real handover" sh -c "cd '$TMP/product' && '$node_bin' smoke/product/handover.mjs"
+  check "Node $node_version, without binaries: a real handover on the WebAssembly build" \
+    env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$node_bin" smoke/product/handover.mjs
+done
 
 echo
 if [ "$status" = 0 ]; then echo "install-path.sh: passed ($PLATFORM)"; else echo "install-path.sh: FAILED ($PLATFORM)"; fi

@@ -11,7 +11,8 @@
 #   ctl-migration.wasm32-wasip1.wasm       the WebAssembly fallback (scripts/build.sh --wasm-only)
 #
 # It works in a staged copy (STAGE, default a temporary directory), never in the repository:
-#   1. copies what `npm pack` publishes of the root package, and npm/<platform>/, into STAGE;
+#   1. copies what `npm pack` publishes of the root package (with the WebAssembly fallback's
+#      runtime bundled), and npm/<platform>/ with the LICENSE, into STAGE;
 #   2. VERSION, if set, becomes the version there (`npm version`, then `napi version` for the
 #      platform packages); the repository's package.json is not touched;
 #   3. puts each binary into its npm/<platform>/ and the .wasm into lib/addon/, and checks that
@@ -55,7 +56,9 @@ PKG=$STAGE/package
 
 # ── 1. stage ─────────────────────────────────────────────────────────────────
 say "stage in $PKG"
-# What npm pack takes of the root package ("files", README, package.json), as it is in git.
+# The WebAssembly fallback's runtime is generated, like the binaries (scripts/bundle-wasm-runtime.mjs).
+node scripts/bundle-wasm-runtime.mjs
+# What npm pack takes of the root package ("files", README, LICENSE, package.json), as it is in git.
 npm pack --dry-run --json --ignore-scripts 2>/dev/null |
   node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { for (const f of JSON.parse(s)[0].files) console.log(f.path) })' |
   while IFS= read -r f; do
@@ -65,6 +68,8 @@ npm pack --dry-run --json --ignore-scripts 2>/dev/null |
   done
 cp -r npm "$PKG/npm"
 rm -f "$PKG"/npm/*/*.node
+# One LICENSE in the repository; npm puts it into every tarball it finds it beside.
+for dir in "$PKG"/npm/*/; do cp LICENSE "$dir"; done
 
 # ── 2. version ───────────────────────────────────────────────────────────────
 if [ -n "${VERSION:-}" ]; then

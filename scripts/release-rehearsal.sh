@@ -336,6 +336,10 @@ globalFolder: "$TMP/yarn-global"
 enableGlobalCache: false
 cacheFolder: "$CACHE/yarn-cache"
 enableTelemetry: false
+# The product's ESM (.mjs) files import packages through PnP: Yarn generates its ESM loader only
+# when it sees "type": "module" somewhere, and neither this product nor the package (which has no
+# dependencies) has it. A Yarn PnP product with .mjs files sets this (README, Troubleshooting).
+pnpEnableEsmLoader: true
 EOF
 : >"$dir/yarn.lock"
 manager yarn "$YARN" add "${DEPS[@]}" -- "$YARN" node -- "$YARN" tsc

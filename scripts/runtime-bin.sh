@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Prints the path of a runtime's binary, installing it from the npm registry first if it is not
 # in RUNTIMES_DIR (default target/runtimes) yet:
-#   scripts/runtime-bin.sh node20|node22|node24|node26|bun|deno
+#   scripts/runtime-bin.sh node20|node22|node24|node26|bun|deno   the newest of that line
+#   scripts/runtime-bin.sh node@20.0.0                              one exact Node release
 set -euo pipefail
 RT_DIR=${RUNTIMES_DIR:-$(cd "$(dirname "$0")/.." && pwd)/target/runtimes}
-name=${1:?usage: runtime-bin.sh node20|node22|node24|node26|bun|deno}
+name=${1:?usage: runtime-bin.sh node20|node22|node24|node26|node@X.Y.Z|bun|deno}
 case "$name" in
   node20 | node22 | node24 | node26)
     spec="node@${name#node}"
+    bin="$RT_DIR/$name/node_modules/node/bin/node"
+    ;;
+  node@[0-9]*.[0-9]*.[0-9]*)
+    spec=$name
+    name="node-${name#node@}"
     bin="$RT_DIR/$name/node_modules/node/bin/node"
     ;;
   bun)

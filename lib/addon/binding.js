@@ -10,6 +10,7 @@
 // native; `true` prefers it and falls back to native.
 
 const { PACKAGE, SUPPORTED, hostPlatform, runtimeName, failedLoads, once } = require('./platform.js')
+const { ownRequire, packageRequire } = require('./own-require.js')
 
 /** The generated loader's error keeps each attempt's message in a chain of `cause`s. */
 function attempts(error) {
@@ -45,7 +46,7 @@ function nativeFailure(error) {
 
 function loadNative() {
   try {
-    return require('./napi-loader.js')
+    return ownRequire('./napi-loader.js')
   } catch (error) {
     throw nativeFailure(error)
   }
@@ -53,7 +54,7 @@ function loadNative() {
 
 function loadWasm() {
   try {
-    return require('./wasi.js')
+    return ownRequire('./wasi.js')
   } catch (error) {
     const wrapped = new Error(`${PACKAGE}: the WebAssembly build did not load: ${error && error.message}`)
     wrapped.code = 'ERR_CTL_MIGRATION_NO_WASM'
@@ -67,6 +68,8 @@ function loadWasm() {
  * native binary was not used when it was not (undefined when it was not tried).
  */
 function load() {
+  // A bundle that cannot reach the installed package fails here, with what to do about it.
+  packageRequire()
   const force = process.env.NAPI_RS_FORCE_WASI
   if (force === 'error') return { addon: loadWasm(), flavor: 'wasm32-wasip1', nativeError: undefined }
   if (force === 'true') {

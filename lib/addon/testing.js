@@ -6,16 +6,17 @@
 // picks the client's build only: the kit's worker stays native, so a product's suite can run
 // its clients on the WebAssembly build against it.
 
-const path = require('path')
 const { PACKAGE, hostPlatform, runtimeName, failedLoads, once } = require('./platform.js')
+const { ownRequire, packageRequire } = require('./own-require.js')
 
 function load() {
   const platform = hostPlatform()
   const file = `ctl-migration-testing.${platform}.node`
+  packageRequire()
   const failures = []
-  for (const candidate of [path.join(__dirname, file), `${PACKAGE}-${platform}/${file}`]) {
+  for (const candidate of [`./${file}`, `${PACKAGE}-${platform}/${file}`]) {
     try {
-      return require(candidate)
+      return ownRequire(candidate)
     } catch (error) {
       failures.push(error)
     }

@@ -1,16 +1,16 @@
 'use strict'
 // The WebAssembly build of the client's binding (the core and the JavaScript-socket half of
-// src/binding.rs, built for wasm32-wasip1), instantiated with @napi-rs/wasm-runtime.
+// src/binding.rs, built for wasm32-wasip1), instantiated with emnapi from wasm-runtime.js (a
+// CommonJS bundle made at build time by scripts/bundle-wasm-runtime.mjs, which says why).
 //
 // Not napi-rs's generated `.wasi.cjs`: that one uses `node:wasi`, whose WASI Bun lacks
-// (`wasi.initialize is not a function`) and Node prints a warning for. The runtime's own WASI
+// (`wasi.initialize is not a function`) and Node prints a warning for. wasm-util's WASI
 // works in Node, Bun and Deno alike. The binding needs no files, no threads and no async work,
 // so the module gets no file system, no worker pool.
 
 const fs = require('fs')
 const path = require('path')
-const { emnapiAsyncWorkPlugin, emnapiTSFNPlugin, instantiateNapiModuleSync, WASI } = require('@napi-rs/wasm-runtime')
-const { createContext } = require('@emnapi/runtime')
+const { asyncWork, tsfn, createContext, instantiateNapiModuleSync, WASI } = require('./wasm-runtime.js')
 
 const WASM_FILE = path.join(__dirname, 'ctl-migration.wasm32-wasip1.wasm')
 // 64 KiB pages. The module asks for at least 978 (napi-build links a 64 MB stack, which the
@@ -25,7 +25,7 @@ const { napiModule } = instantiateNapiModuleSync(fs.readFileSync(WASM_FILE), {
   asyncWorkPoolSize: 0,
   // The napi crate links the threadsafe-function and async-work imports even where the binding
   // never calls them.
-  plugins: [emnapiAsyncWorkPlugin, emnapiTSFNPlugin],
+  plugins: [asyncWork, tsfn],
   wasi: new WASI({ version: 'preview1' }),
   overwriteImports(imports) {
     imports.env = { ...imports.env, ...imports.napi, ...imports.emnapi, memory }

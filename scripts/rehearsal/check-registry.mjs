@@ -2,7 +2,8 @@
 // release fetched back from the registry, as a package manager sees it — the packument's manifest
 // and the tarball it points to — and checked:
 //   - the version is there and the `latest` dist-tag names it; the tarball matches dist.integrity;
-//   - no `file:` spec anywhere in the packument's manifest or the tarball's package.json;
+//   - no `file:` spec anywhere in the packument's manifest or the tarball's package.json; a
+//     repository, homepage, bugs and license in each (provenance needs the repository);
 //   - root: its optionalDependencies are the eight platform packages at this version; it carries
 //     the WebAssembly build (byte for byte the one built) and no .node;
 //   - each platform package: its os/cpu (and libc on Linux); both binaries, byte for byte the
@@ -55,6 +56,10 @@ async function fetchPackage(name) {
   const pkg = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8'))
   problems.push(...fileSpecs(pkg, 'tarball package.json'))
   if (pkg.name !== name || pkg.version !== version) problems.push(`tarball is ${pkg.name}@${pkg.version}`)
+  // npm refuses a publish with provenance whose repository.url is empty (E422).
+  for (const field of ['repository.url', 'homepage', 'bugs.url', 'license']) {
+    if (!field.split('.').reduce((v, k) => v?.[k], pkg)) problems.push(`no ${field}`)
+  }
   const files = fs.readdirSync(pkgDir, { recursive: true }).map(String)
   return { manifest, pkg, pkgDir, files, problems, bytes: tgz.length }
 }
@@ -89,8 +94,9 @@ for (const name of platforms) {
     }
     if (os === 'linux' && JSON.stringify(pkg.libc) !== JSON.stringify([abi === 'gnu' ? 'glibc' : 'musl'])) problems.push(`libc ${pkg.libc}`)
     const wanted = [`ctl-migration.${platform}.node`, `ctl-migration-testing.${platform}.node`]
-    const extra = files.filter((f) => !['package.json', 'README.md', ...wanted].includes(f))
+    const extra = files.filter((f) => !['package.json', 'README.md', 'LICENSE', ...wanted].includes(f))
     if (extra.length) problems.push(`unexpected files: ${extra}`)
+    if (!files.includes('LICENSE')) problems.push('no LICENSE')
     if (pkg.main !== wanted[0]) problems.push(`main is ${pkg.main}`)
     const kinds = wanted.map((file) => {
       const inTarball = path.join(pkgDir, file)
