@@ -12,6 +12,8 @@ npm run build
 cargo test --workspace
 npx tsc -p tsconfig.json
 npx vitest run
+# ctl-migration, run with npx from the package installed out of packed tarballs
+npx vitest run -c vitest.cli.config.mjs
 npx vitest run -c vitest.wasm.config.mjs
 "$(scripts/runtime-bin.sh node22)" node_modules/vitest/vitest.mjs run -c vitest.wasm.config.mjs
 node smoke/run.mjs
