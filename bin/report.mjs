@@ -89,19 +89,24 @@ function row(h) {
     parts.push(
       `<rect class="step" data-step="${s.step}" x="${left}" y="${y}" width="${width}" height="${LANE_HEIGHT - 10}" fill="${COLOURS[s.step]}"><title>${escape(`${s.step}: ${s.sent} → ${s.received}, ${s.latencyMs.toFixed(2)} ms`)}</title></rect>`,
     )
-    parts.push(`<text x="${left + 2}" y="${y + LANE_HEIGHT + 2}" fill="#444">${escape(label)}</text>`)
+    parts.push(`<text ${labelAt(left + 2, left + width)} y="${y + LANE_HEIGHT + 2}" fill="#444">${escape(label)}</text>`)
   }
   for (const m of marks) {
     parts.push(`<line class="fault" x1="${x(m.atMs)}" x2="${x(m.atMs)}" y1="${TOP - 6}" y2="${TOP + LANES.length * LANE_HEIGHT}" stroke="#d62728" stroke-width="2"/>`)
-    parts.push(`<text x="${x(m.atMs) + 4}" y="${laneY('worker') + 12}" fill="#d62728">⚡ ${escape(m.text)}</text>`)
+    parts.push(`<text ${labelAt(x(m.atMs) + 4, x(m.atMs) - 4)} y="${laneY('worker') + 10}" fill="#d62728">⚡ ${escape(m.text)}</text>`)
   }
   if (h.aborted || h.outcome === 'aborted' || h.outcome === 'failed') {
     const at = end
     const text = h.aborted ? `abort after ${h.aborted.afterStep}` : `${h.outcome} at ${h.failure?.step}`
-    parts.push(`<text class="abort" x="${Math.min(x(at) + 4, WIDTH - 160)}" y="${laneY('worker') + 22}" fill="#d62728">✖ ${escape(text)}</text>`)
+    parts.push(`<text class="abort" ${labelAt(x(at) + 4, x(at) - 4)} y="${laneY('worker') + 22}" fill="#d62728">✖ ${escape(text)}</text>`)
   }
   const failure = h.failure ? `<div class="failure">${escape(h.failure.message)}</div>` : ''
   return `<svg class="handover" xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${ROW_HEIGHT}" viewBox="0 0 ${WIDTH} ${ROW_HEIGHT}">${parts.join('')}</svg>${failure}`
+}
+
+/** A label starting at `start`, or near the right edge one ending at `end`, so it stays in view. */
+function labelAt(start, end) {
+  return start > WIDTH - 180 ? `x="${end}" text-anchor="end"` : `x="${start}"`
 }
 
 function escape(text) {

@@ -1,8 +1,10 @@
 // `ctl-migration handover`, run as a user runs it: npx, from the package installed out of packed
 // tarballs (support/install.ts), against real product processes on loopback.
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { readdirSync, readFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, inject, test } from 'vitest'
 
 const productDir = inject('productDir')
@@ -196,4 +198,35 @@ test('Ctrl-C in the middle of a handover leaves no process behind', async () => 
   const ended = await done
   expect(ended.stdout).toMatch(/SIGINT: stopping every product process/)
   expect(productsWith(marker)).toEqual([])
+})
+
+test('--report draws every handover in a page a real browser renders, with nothing fetched', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ctl-migration-report-'))
+  try {
+    const report = join(dir, 'report.html')
+    const run = await cli(['handover', '--fault', 'kill-target@cutover-ready', '--report', report, '--', 'node', 'product.mjs'])
+    expect(run.code).toBe(0)
+    expect(readFileSync(report, 'utf8')).not.toMatch(/\b(src|href)=|url\(|@import/)
+    const chromium = (...args: string[]) =>
+      execFileSync(
+        'chromium',
+        ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', `--user-data-dir=${join(dir, 'profile')}`, ...args, `file://${report}`],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 60_000 },
+      )
+    const dom = chromium('--dump-dom')
+    // Two rows: the faulted handover, aborted once the killed target is not back (3 steps done,
+    // or 4 when the source stopped before the kill landed), and the recovery check (5 steps, its
+    // cutover window shaded).
+    expect(dom.match(/<svg class="handover"/g)).toHaveLength(2)
+    expect([3 + 5, 4 + 5]).toContain(dom.match(/<rect class="step"/g)?.length)
+    expect(dom.match(/<rect class="cutover-window"/g)).toHaveLength(1)
+    expect(dom).toMatch(/<line class="fault"/)
+    expect(dom).toContain('⚡ kill-target')
+    const screenshot = join(dir, 'report.png')
+    chromium(`--screenshot=${screenshot}`, '--window-size=1000,700')
+    expect(statSync(screenshot).size).toBeGreaterThan(10_000)
+    if (process.env.KEEP_REPORT) cpSync(screenshot, process.env.KEEP_REPORT)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
