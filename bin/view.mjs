@@ -9,7 +9,8 @@ const LIVE_REFRESH_MS = 100
 
 export function createView({ json }) {
   const stream = json ? process.stderr : process.stdout
-  const live = stream.isTTY ? createLogUpdate(stream) : undefined
+  // A terminal that reports no width (a pty nobody sized) would get every line wrapped away.
+  const live = stream.isTTY && stream.columns > 0 ? createLogUpdate(stream) : undefined
   let current
   let ticker
 
