@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['__test__/**/*.test.{ts,mts,js,mjs}'],
+    // The CLI suite runs from an installed tarball: vitest.cli.config.mjs.
+    exclude: ['__test__/cli/**', '**/node_modules/**'],
     pool: 'forks',
     // The package's own entries are loaded by Node itself, as in a product's suite, where they
     // sit in node_modules: one module instance for the ESM and the CommonJS entry.

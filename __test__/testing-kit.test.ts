@@ -320,3 +320,77 @@ describe('the worker around the product', () => {
     await source.connected()
   })
 })
+
+describe('faults in a handover', () => {
+  test('a launched target is told its migration in NORSK_MIGRATION_ID', () => {
+    expect(worker.launchTarget('m9').NORSK_MIGRATION_ID).toBe('m9')
+  })
+
+  test('the source dropped right after get-state is asked afresh once it is back, and the handover completes', async () => {
+    await liveSource()
+    const events: string[] = []
+    const timeline = await runHandover({
+      worker,
+      target: launchCounter().launch,
+      migrationId: 'm1',
+      faults: [{ kind: 'drop-source', step: 'propose' }],
+      onEvent: (e) => events.push(e.type === 'step' || e.type === 'step-started' ? `${e.type} ${e.step}` : `${e.type}`),
+    })
+    expect(timeline.faults).toMatchObject([{ kind: 'drop-source', step: 'propose', struck: true }])
+    expect(events.slice(0, 4)).toEqual(['step-started propose', 'fault', 'disconnected', 'reconnected'])
+    expect(worker.sent.filter((r) => r.frame.type === 'get-state')).toHaveLength(2)
+    expect(timeline.steps.map((s) => s.step)).toEqual(['propose', 'launch', 'initial-state', 'cutover-ready', 'cutover-apply'])
+    expect(worker.violations).toEqual([])
+  })
+
+  test('a worker restart right after initial-state: the target reconnects, gets it again, and the handover completes', async () => {
+    await liveSource()
+    const timeline = await runHandover({
+      worker,
+      target: launchCounter().launch,
+      migrationId: 'm1',
+      faults: [{ kind: 'restart-worker', step: 'initial-state' }],
+    })
+    expect(timeline.steps).toHaveLength(5)
+    expect(worker.closes.filter((c) => c.code === 1006).length).toBeGreaterThanOrEqual(2)
+  })
+
+  test('a participant that does not come back within the step timeout fails the step, and the worker aborts', async () => {
+    const source = await liveSource()
+    // A target slow to get ready: the kill strikes while the worker waits on it.
+    const { launch, launched } = launchCounter(() => ({ onInitialState: () => {} }))
+    const failed = (await runHandover({
+      worker,
+      target: launch,
+      migrationId: 'm1',
+      stepTimeoutMs: 300,
+      faults: [{ kind: 'kill-target', step: 'launch' }],
+      // In this process a kill is a connection dropped and a client that never reconnects.
+      killProduct: () => {
+        worker.dropConnection({ jobId: 'test-job', role: 'target-m1' })
+        launched[0].client.close()
+      },
+    }).catch((e: unknown) => e)) as HandoverError
+    expect(failed).toBeInstanceOf(HandoverError)
+    expect(failed.step).toBe('initial-state')
+    expect(failed.kind).toBe('closed')
+    expect(failed.message).toMatch(/the target's connection closed \(1006, by the worker\) and it did not come back within 300 ms$/)
+    expect(await source.aborted()).toEqual(["runHandover: step 'initial-state' failed"])
+  })
+
+  test('a kill fault without killProduct is a TypeError', async () => {
+    await expect(runHandover({ worker, target: () => {}, faults: [{ kind: 'kill-source', step: 'propose' }] })).rejects.toThrow(
+      /the fault kill-source needs `killProduct\(side\)`/,
+    )
+  })
+
+  test('after target-applied, a reconnecting target is no longer told it is one', async () => {
+    await liveSource()
+    await runHandover({ worker, target: launchCounter().launch, migrationId: 'm1' })
+    const instance = { jobId: 'test-job', role: 'target-m1' }
+    worker.dropConnection(instance)
+    await worker.waitForClose({ from: instance, code: 1006 })
+    await worker.waitForConnection(instance)
+    expect(worker.sent.filter((r) => r.frame.type === 'hello-ack').at(-1)?.frame).toEqual({ type: 'hello-ack' })
+  })
+})

@@ -11,6 +11,11 @@ export interface InstanceEnv extends NodeJS.ProcessEnv {
   NORSK_WORKER_TOKEN: string
 }
 
+/** The env of a launched target: also `NORSK_MIGRATION_ID`, the migration it is the target of. */
+export interface TargetEnv extends InstanceEnv {
+  NORSK_MIGRATION_ID: string
+}
+
 /** An instance of a job: it connects on `/instances/<jobId>/<role>`. */
 export interface InstanceRef {
   jobId: string
@@ -137,9 +142,14 @@ export interface TestWorker {
   readonly url: string
   /** The env of an instance (default `test-job` / `main`); the same token every time. */
   env(jobId?: string, role?: string): InstanceEnv
-  /** The env of an instance the hello-ack names as the target of `migrationId`. With
-   *  `initialState` (any JSON), `initial-state` is sent right after every hello-ack. */
-  launchTarget(migrationId: string, initialState?: unknown, opts?: LaunchOptions): InstanceEnv
+  /** The env of an instance the hello-ack names as the target of `migrationId`, with
+   *  `NORSK_MIGRATION_ID` set to it (as the infrastructure tells a target at start that it is
+   *  one). With `initialState` (any JSON), `initial-state` is sent right after every hello-ack. */
+  launchTarget(migrationId: string, initialState?: unknown, opts?: LaunchOptions): TargetEnv
+  /** Drops the instance's connection (default `test-job` / `main`) without a close frame, after
+   *  the frames already queued for it, as a network blip does: the job sees 1006 and should
+   *  reconnect; `closes` records 1006 by the worker. Throws when it is not connected. */
+  dropConnection(instance?: Instance): { connection: number }
   /** Sends `get-state` to `opts.to` (default `test-job` / `main`, which must be connected) and
    *  resolves with the answer. Rejects when no answer comes within `timeoutMs` or the
    *  connection closes first. */
@@ -210,7 +220,38 @@ export interface HandoverTimeline {
   totalMs: number
   /** Set when `abortAfter` aborted the migration. */
   aborted?: { afterStep: HandoverStepName; reason: string }
+  /** With `faults`: each fault as it struck (or why it could not). */
+  faults?: FaultRecord[]
 }
+
+/** `drop-source`, `drop-target`: the worker drops that connection without a close frame.
+ *  `restart-worker`: every connection dropped, listening again, as a crashed worker.
+ *  `kill-source`, `kill-target`: `killProduct(side)` SIGKILLs that side's product. */
+export type HandoverFaultKind = 'drop-source' | 'drop-target' | 'restart-worker' | 'kill-source' | 'kill-target'
+
+/** A fault that strikes right after the worker sends `step`'s frame (for `launch`, right after
+ *  the target's hello-ack). */
+export interface HandoverFault {
+  kind: HandoverFaultKind
+  step: HandoverStepName
+}
+
+export interface FaultRecord extends HandoverFault {
+  /** On the worker's clock. */
+  atMs: number
+  /** False when there was nothing to strike (a target fault at `propose`: no target yet; a side
+   *  not connected); `detail` says why. */
+  struck: boolean
+  detail?: string
+}
+
+/** What `onEvent` hears, as it happens (`atMs` on the worker's clock). */
+export type HandoverEvent =
+  | { type: 'step-started'; step: HandoverStepName; side: 'source' | 'target'; atMs: number }
+  | ({ type: 'step' } & HandoverStep)
+  | ({ type: 'fault' } & FaultRecord)
+  | { type: 'disconnected' | 'reconnected'; side: 'source' | 'target'; step: HandoverStepName; atMs: number }
+  | { type: 'aborted'; afterStep: HandoverStepName; reason: string; atMs: number }
 
 export interface RunHandoverOptions {
   worker: TestWorker
@@ -218,17 +259,28 @@ export interface RunHandoverOptions {
   source?: Instance
   /** Starts the target product with the env it is given, as the worker launches a target once
    *  the source has handed its state over. May return a Promise. */
-  target: (env: InstanceEnv) => unknown
+  target: (env: TargetEnv) => unknown
   /** Default `handover-<n>`. */
   migrationId?: string
   /** How long each step may take (default 5000). */
   stepTimeoutMs?: number
   /** Abort the migration (to both sides) after this step, as the worker does when it gives up. */
   abortAfter?: HandoverStepName
+  /** Faults to inject. After one, the worker does what the real one does when a participant
+   *  disappears: it waits for it to come back within the step timeout and goes on (a report
+   *  the client held while disconnected completes the step; a propose is asked afresh), else
+   *  the handover fails and the migration is aborted. */
+  faults?: HandoverFault[]
+  /** Needed by `kill-source` / `kill-target`: SIGKILL that side's product and, for the source,
+   *  start it again with the same env, as a crashed instance is restarted. May return a Promise. */
+  killProduct?: (side: 'source' | 'target') => unknown
+  /** Hears each step start and end, each fault, disconnection and return, as they happen. */
+  onEvent?: (event: HandoverEvent) => void
 }
 
 /** How a handover failed: `stalled` (a step's answer did not come in time), `protocol` (the
- *  worker closed a connection for breaking a rule), `closed` (a connection closed), `aborted` (a
+ *  worker closed a connection for breaking a rule), `closed` (a connection closed, or a
+ *  participant that disappeared did not come back within the step timeout), `aborted` (a
  *  product aborted), `refused` (the source refused the propose), `threw` (the launcher threw). */
 export type HandoverFailure = 'stalled' | 'protocol' | 'closed' | 'aborted' | 'refused' | 'threw'
 

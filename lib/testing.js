@@ -120,7 +120,13 @@ async function startTestWorker(opts) {
     const jobId = String(opts?.jobId ?? DEFAULT_JOB_ID)
     const role = String(opts?.role ?? `target-${migrationId}`)
     const state = initialState === undefined ? undefined : payloadJson(initialState)
-    return toEnv(native.launchTarget(String(migrationId), jobId, role, state))
+    // NORSK_MIGRATION_ID: the infrastructure tells a target at start that it is one.
+    return { ...toEnv(native.launchTarget(String(migrationId), jobId, role, state)), NORSK_MIGRATION_ID: String(migrationId) }
+  }
+
+  function dropConnection(instance) {
+    const { jobId, role } = instance === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(instance, 'dropConnection')
+    return { connection: native.dropConnection(jobId, role) }
   }
 
   async function propose(migrationId, opts) {
@@ -238,6 +244,7 @@ async function startTestWorker(opts) {
     waitForFrame,
     waitForClose,
     waitForConnection,
+    dropConnection,
     restart: () => lifecycle('restart', () => native.restart()),
     kill: () => lifecycle('kill', () => native.kill()),
     close: () => {
@@ -250,6 +257,8 @@ async function startTestWorker(opts) {
     send,
     settled,
     seq: () => seq,
+    isConnected: (instance) => native.isConnected(instance.jobId, instance.role),
+    dropConnection: (instance) => native.dropConnection(instance.jobId, instance.role),
     nowMs: () => native.nowMs(),
     nextMigrationId: () => `handover-${++handovers}`,
   })
@@ -277,8 +286,23 @@ class HandoverError extends Error {
   }
 }
 
+/** What a fault does; `drop-*` and `restart-worker` are the worker's, `kill-*` the caller's. */
+const FAULT_KINDS = ['drop-source', 'drop-target', 'restart-worker', 'kill-source', 'kill-target']
+/** The close code of a connection that ended without a close frame: its peer disappeared. */
+const CLOSE_ABNORMAL = 1006
+
 async function runHandover(opts) {
-  const { worker, source, target, migrationId: requestedId, stepTimeoutMs = DEFAULT_TIMEOUT_MS, abortAfter } = opts ?? {}
+  const {
+    worker,
+    source,
+    target,
+    migrationId: requestedId,
+    stepTimeoutMs = DEFAULT_TIMEOUT_MS,
+    abortAfter,
+    faults = [],
+    killProduct,
+    onEvent,
+  } = opts ?? {}
   const kit = internals.get(worker)
   if (!kit) throw new TypeError('runHandover: `worker` must be a worker from startTestWorker()')
   if (typeof target !== 'function') {
@@ -287,11 +311,22 @@ async function runHandover(opts) {
   if (abortAfter !== undefined && !HANDOVER_STEPS.includes(abortAfter)) {
     throw new TypeError(`runHandover: abortAfter must be one of ${HANDOVER_STEPS.join(', ')}`)
   }
+  checkFaults(faults, killProduct)
+  if (onEvent !== undefined && typeof onEvent !== 'function') throw new TypeError('runHandover: `onEvent` must be a function')
   const sourceInstance = instanceOf(source ?? worker.env(), 'runHandover source')
   const migrationId = String(requestedId ?? kit.nextMigrationId())
   const timeline = { migrationId, steps: [], totalMs: 0 }
+  if (faults.length > 0) timeline.faults = []
   const sides = { source: { instance: sourceInstance, connection: undefined }, target: { instance: undefined, connection: undefined } }
   const watched = () => [sides.source.connection, sides.target.connection].filter((c) => c !== undefined)
+
+  function emit(event) {
+    try {
+      onEvent?.(event)
+    } catch (e) {
+      process.emitWarning(`runHandover: onEvent threw: ${describe(e)}`)
+    }
+  }
 
   function fail(step, kind, detail) {
     if (kind !== 'refused') {
@@ -305,39 +340,74 @@ async function runHandover(opts) {
     return new HandoverError(`runHandover ${migrationId}: step '${step}' ${verb}: ${detail}`, { migrationId, step, kind, timeline })
   }
 
+  function sideOf(record) {
+    return record.connection === sides.source.connection ? 'source' : 'target'
+  }
+
   // A violation, close or abort that ended a step.
   function failure(step, outcome) {
-    const who = recordOf(outcome).connection === sides.source.connection ? 'source' : 'target'
+    const who = sideOf(recordOf(outcome))
     const kind = outcome.violation ? 'protocol' : outcome.closed ? 'closed' : 'aborted'
     return fail(step, kind, trouble(outcome, `the ${who}`))
   }
 
-  // Waits for `side`'s answer to what it was just sent (at `startedAtMs`), watching both sides.
-  async function answer(step, side, sentType, since, answers) {
-    const connection = sides[side].connection
-    const outcome = await kit.until(
-      () => kit.settled(since, watched(), connection, answers),
-      () =>
-        fail(
-          step,
-          'stalled',
-          `the ${side} sent no ${answers.map((a) => `'${a}'`).join(' or ')} within ${stepTimeoutMs} ms of '${sentType}' (${HINTS[step]})`,
-        ),
+  // The worker waits for a participant that disappeared (a crash, a drop, its own restart) to
+  // come back within the step timeout; resolves with its new connection's hello-ack.
+  async function comeBack(step, who, afterSeq, why) {
+    const back = await kit.until(
+      () => {
+        const ack = worker.sent.findLast((r) => r.seq > afterSeq && sameInstance(r, sides[who].instance) && r.frame.type === 'hello-ack')
+        return ack && !worker.closes.some((c) => c.connection === ack.connection) ? ack : undefined
+      },
+      () => fail(step, 'closed', `${why} and it did not come back within ${stepTimeoutMs} ms`),
       stepTimeoutMs,
     )
-    if (!outcome.answer) throw failure(step, outcome)
-    const sentRecord = worker.sent.find((r) => r.seq > since && r.connection === connection && r.frame.type === sentType)
-    return { record: outcome.answer, sentAtMs: sentRecord?.atMs ?? outcome.answer.atMs }
+    sides[who].connection = back.connection
+    emit({ type: 'reconnected', side: who, step, atMs: back.atMs })
+    return back
+  }
+
+  // Waits for `side`'s answer to `sentType` (sent after `since`), watching both sides. A side
+  // whose connection ends without a close frame is waited for (comeBack); once it is back the
+  // step goes on: a report its client held while disconnected completes the step, and a propose
+  // is asked afresh (a client never holds an answer to one).
+  async function answer(step, side, sentType, since, answers) {
+    let from = since
+    for (;;) {
+      const outcome = await kit.until(
+        () => kit.settled(from, watched(), sides[side].connection, answers),
+        () =>
+          fail(
+            step,
+            'stalled',
+            `the ${side} sent no ${answers.map((a) => `'${a}'`).join(' or ')} within ${stepTimeoutMs} ms of '${sentType}' (${HINTS[step]})`,
+          ),
+        stepTimeoutMs,
+      )
+      if (outcome.answer) {
+        const sentRecord = worker.sent.find((r) => r.seq > since && sameInstance(r, sides[side].instance) && r.frame.type === sentType)
+        return { record: outcome.answer, sentAtMs: sentRecord?.atMs ?? outcome.answer.atMs }
+      }
+      if (outcome.closed?.code !== CLOSE_ABNORMAL) throw failure(step, outcome)
+      const who = sideOf(outcome.closed)
+      emit({ type: 'disconnected', side: who, step, atMs: outcome.closed.atMs })
+      await comeBack(step, who, outcome.closed.seq, trouble(outcome, `the ${who}`))
+      from = outcome.closed.seq
+      if (who === side && sentType === 'get-state') {
+        from = kit.seq()
+        deliver(step, side, 'get-state', undefined)
+      }
+    }
   }
 
   function complete(step, side, sent, received, startedAtMs, endedAtMs, payload) {
-    timeline.steps.push({ step, side, sent, received, startedAtMs, latencyMs: endedAtMs - startedAtMs, payload })
+    const done = { step, side, sent, received, startedAtMs, latencyMs: endedAtMs - startedAtMs, payload }
+    timeline.steps.push(done)
     timeline.totalMs = endedAtMs - timeline.steps[0].startedAtMs
+    emit({ type: 'step', ...done })
   }
 
-  // Sends `type` to `side` and waits for its answer.
-  async function exchange(step, side, type, body, answers) {
-    const since = kit.seq()
+  function deliver(step, side, type, body) {
     let delivery
     try {
       ;[delivery] = kit.send(type, migrationId, body, sides[side].instance)
@@ -345,7 +415,45 @@ async function runHandover(opts) {
       throw fail(step, 'closed', `could not send '${type}' to the ${side}: ${describe(e)}`)
     }
     sides[side].connection = delivery.connection
+  }
+
+  // Sends `type` to `side` (once it is connected: it may be coming back from a fault), strikes
+  // the step's faults, and waits for the answer.
+  async function exchange(step, side, type, body, answers) {
+    if (!kit.isConnected(sides[side].instance)) {
+      await comeBack(step, side, kit.seq() - 1, `the ${side} is not connected`)
+    }
+    const since = kit.seq()
+    deliver(step, side, type, body)
+    emit({ type: 'step-started', step, side, atMs: kit.nowMs() })
+    await strike(step, () => worker.sent.some((r) => r.seq > since && sameInstance(r, sides[side].instance) && r.frame.type === type), true)
     return answer(step, side, type, since, answers)
+  }
+
+  // The faults set for `step`, once the worker has recorded sending its frame (`sent()`); a drop
+  // of a frame just queued (`queued`) is queued right behind it instead, the nearest to "right
+  // after it went out".
+  async function strike(step, sent, queued) {
+    const due = faults.filter((f) => f.step === step)
+    const ordered = queued ? [...due.filter((f) => f.kind.startsWith('drop-')), ...due.filter((f) => !f.kind.startsWith('drop-'))] : due
+    for (const { kind } of ordered) {
+      if (!(queued && kind.startsWith('drop-'))) {
+        await kit.until(() => (sent() ? true : undefined), () => new Error('unreachable: the frame was queued'), stepTimeoutMs).catch(() => {})
+      }
+      const side = kind.endsWith('-source') ? 'source' : kind.endsWith('-target') ? 'target' : undefined
+      const record = { kind, step, atMs: kit.nowMs(), struck: true }
+      try {
+        if (side && !sides[side].instance) throw new Error(`there is no ${side} yet at '${step}'`)
+        if (kind === 'restart-worker') await worker.restart()
+        else if (kind.startsWith('drop-')) kit.dropConnection(sides[side].instance)
+        else await killProduct(side)
+      } catch (e) {
+        record.struck = false
+        record.detail = e instanceof Error ? e.message : describe(e)
+      }
+      timeline.faults.push(record)
+      emit({ type: 'fault', ...record })
+    }
   }
 
   async function maybeAbort(step) {
@@ -359,6 +467,7 @@ async function runHandover(opts) {
       stepTimeoutMs,
     )
     timeline.aborted = { afterStep: step, reason }
+    emit({ type: 'aborted', afterStep: step, reason, atMs: kit.nowMs() })
     return true
   }
 
@@ -375,28 +484,40 @@ async function runHandover(opts) {
   const launchedAtMs = kit.nowMs()
   const targetEnv = worker.launchTarget(migrationId, answerFrame.payload, { jobId: sourceInstance.jobId })
   sides.target.instance = instanceOf(targetEnv, 'runHandover target')
+  emit({ type: 'step-started', step: 'launch', side: 'target', atMs: launchedAtMs })
   const targetNamed = (r) => r.seq > since && sameInstance(r, sides.target.instance)
   try {
     await target(targetEnv)
   } catch (e) {
     throw fail('launch', 'threw', `the target launcher threw: ${describe(e)}`)
   }
-  const launched = await kit.until(
-    () => {
-      const refused = worker.violations.find(targetNamed)
-      if (refused) return { violation: refused }
-      const ack = worker.sent.find((r) => targetNamed(r) && r.frame.type === 'hello-ack')
-      return (ack && { ack }) ?? kit.settled(since, watched(), undefined, [])
-    },
-    () => fail('launch', 'stalled', `the target did not connect within ${stepTimeoutMs} ms (${HINTS.launch})`),
-    stepTimeoutMs,
-  )
-  if (!launched.ack) throw failure('launch', launched)
+  let from = since
+  let launched
+  for (;;) {
+    launched = await kit.until(
+      () => {
+        const refused = worker.violations.find(targetNamed)
+        if (refused) return { violation: refused }
+        const ack = worker.sent.find((r) => targetNamed(r) && r.frame.type === 'hello-ack')
+        return (ack && { ack }) ?? kit.settled(from, watched(), undefined, [])
+      },
+      () => fail('launch', 'stalled', `the target did not connect within ${stepTimeoutMs} ms (${HINTS.launch})`),
+      stepTimeoutMs,
+    )
+    if (launched.ack) break
+    // The source disappeared while the target was starting: wait for it, as the worker does.
+    if (launched.closed?.code !== CLOSE_ABNORMAL) throw failure('launch', launched)
+    emit({ type: 'disconnected', side: 'source', step: 'launch', atMs: launched.closed.atMs })
+    await comeBack('launch', 'source', launched.closed.seq, trouble(launched, 'the source'))
+    from = launched.closed.seq
+  }
   sides.target.connection = launched.ack.connection
   complete('launch', 'target', 'launch', 'hello', launchedAtMs, launched.ack.atMs, undefined)
+  await strike('launch', () => true, false)
   if (await maybeAbort('launch')) return timeline
 
   // 3. initial-state (already on its way) → target-ready.
+  await strike('initial-state', () => worker.sent.some((r) => targetNamed(r) && r.frame.type === 'initial-state'), false)
   const ready = await answer('initial-state', 'target', 'initial-state', since, ['target-ready'])
   complete('initial-state', 'target', 'initial-state', 'target-ready', ready.sentAtMs, ready.record.atMs, ready.record.frame.payload)
   if (await maybeAbort('initial-state')) return timeline
@@ -412,6 +533,18 @@ async function runHandover(opts) {
   complete('cutover-apply', 'target', 'cutover-apply', 'target-applied', applied.sentAtMs, applied.record.atMs, summary)
   await maybeAbort('cutover-apply')
   return timeline
+}
+
+function checkFaults(faults, killProduct) {
+  if (!Array.isArray(faults)) throw new TypeError('runHandover: `faults` must be an array of { kind, step }')
+  for (const fault of faults) {
+    if (!FAULT_KINDS.includes(fault?.kind) || !HANDOVER_STEPS.includes(fault?.step)) {
+      throw new TypeError(`runHandover: a fault is { kind, step } with kind one of ${FAULT_KINDS.join(', ')} and step one of ${HANDOVER_STEPS.join(', ')}`)
+    }
+    if (fault.kind.startsWith('kill-') && typeof killProduct !== 'function') {
+      throw new TypeError(`runHandover: the fault ${fault.kind} needs \`killProduct(side)\`, which SIGKILLs that side's product (and starts the source again)`)
+    }
+  }
 }
 
 // ── helpers ────────────────────────────────────────────────────────────────

@@ -5,7 +5,7 @@
 // (2.0.0-beta.2; 1.x has no archive without threads) is ESM-only, and `require()` of ES modules
 // works only from Node 20.19 / 22.12 on, so as dependencies they broke the fallback on older Node
 // 20 and 22 and put a prerelease into every product's tree. Bundled as CommonJS it loads on every
-// Node ≥ 20.0, Bun and Deno, and the package has no dependencies at all. Each bundled package's
+// Node ≥ 20.0, Bun and Deno, and the client needs no dependency at all. Each bundled package's
 // licence is carried in the file's header.
 //
 //   node scripts/bundle-wasm-runtime.mjs        (scripts/build.sh and scripts/publish.sh run it)

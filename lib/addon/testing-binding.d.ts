@@ -16,6 +16,11 @@ export declare class TestWorkerHandle {
    * instance it goes to the migration's participants.
    */
   send(frameType: string, migrationId: string, body?: string | undefined | null, jobId?: string | undefined | null, role?: string | undefined | null): Array<JsDelivery>
+  /**
+   * Drops the instance's connection without a close frame, after what is queued for it;
+   * returns the connection dropped.
+   */
+  dropConnection(jobId: string, role: string): number
   /** Returns the ticket its `done` event will carry. */
   restart(): number
   kill(): number

@@ -18,8 +18,12 @@ import {
   startTestWorker,
   type CloseRecord,
   type ConnectionRecord,
+  type FaultRecord,
   type FrameRecord,
+  type HandoverEvent,
   type HandoverFailure,
+  type HandoverFault,
+  type HandoverFaultKind,
   type HandoverStep,
   type HandoverStepName,
   type HandoverTimeline,
@@ -31,6 +35,7 @@ import {
   type LaunchOptions,
   type RunHandoverOptions,
   type SendOptions,
+  type TargetEnv,
   type TestWorker,
   type TestWorkerOptions,
   type ViolationRecord,
@@ -106,8 +111,10 @@ async function test(): Promise<HandoverTimeline> {
   const ref: InstanceRef = { jobId: 'job', role: 'main' }
   const instance: Instance = Math.random() > 0.5 ? env : ref
   const launch: LaunchOptions = { jobId: 'job', role: 'next' }
-  const targetEnv: InstanceEnv = worker.launchTarget('m0', { frame: 0 }, launch)
+  const targetEnv: TargetEnv = worker.launchTarget('m0', { frame: 0 }, launch)
   const url: string = targetEnv.NORSK_WORKER_WS_URL
+  const migrationId: string = targetEnv.NORSK_MIGRATION_ID
+  const dropped: number = worker.dropConnection(instance).connection
   const send: SendOptions = { to: instance }
   const sent: InstanceRef[] = worker.abort('m0', 'never mind', send)
   const wait: WaitOptions = { timeoutMs: 1_000, from: instance }
@@ -121,7 +128,11 @@ async function test(): Promise<HandoverTimeline> {
   const rules: WorkerRule[] = violations.map((v) => v.rule)
   const sentFrames: readonly FrameRecord<WorkerFrame>[] = worker.sent
   const first: WorkerRecord | undefined = connections[0]
-  void [url, sent, token, kind, by, rules, sentFrames, first]
+  void [url, migrationId, dropped, sent, token, kind, by, rules, sentFrames, first]
+
+  const faultKind: HandoverFaultKind = 'drop-target'
+  const fault: HandoverFault = { kind: faultKind, step: 'cutover-apply' }
+  const struck: FaultRecord[] = []
 
   const runOptions: RunHandoverOptions = {
     worker,
@@ -129,6 +140,11 @@ async function test(): Promise<HandoverTimeline> {
     target: (targetEnv: InstanceEnv) => connectMigration({}, targetEnv),
     stepTimeoutMs: 500,
     abortAfter: 'initial-state',
+    faults: [fault, { kind: 'kill-source', step: 'launch' }],
+    killProduct: (side: 'source' | 'target') => console.log('kill', side),
+    onEvent: (event: HandoverEvent) => {
+      if (event.type === 'fault') struck.push(event)
+    },
   }
   try {
     return await runHandover(runOptions)

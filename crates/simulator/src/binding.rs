@@ -156,6 +156,15 @@ impl TestWorkerHandle {
         Ok(delivered.into_iter().map(to_js_delivery).collect())
     }
 
+    /// Drops the instance's connection without a close frame, after what is queued for it;
+    /// returns the connection dropped.
+    #[napi]
+    pub fn drop_connection(&self, job_id: String, role: String) -> Result<u32> {
+        self.simulator
+            .drop_connection(&InstanceKey { job_id, role })
+            .map_err(Error::from_reason)
+    }
+
     /// Returns the ticket its `done` event will carry.
     #[napi]
     pub fn restart(&self) -> Result<u32> {

@@ -34,6 +34,8 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
+mod faults;
+
 /// The simulator's runtime thread: its own, since it is another addon (at most 15 bytes, as
 /// Linux keeps them).
 const RUNTIME_THREAD: &str = "ctl-test-worker";
@@ -220,6 +222,8 @@ enum Outgoing {
     Frame(WorkerFrame),
     /// A newer connection for the same instance authenticated.
     Replaced,
+    /// Drop the connection without a close frame, after the frames queued before it.
+    Drop,
 }
 
 /// The acknowledged connection of an instance.
@@ -252,6 +256,16 @@ struct State<S> {
     migrations: HashMap<String, Participants>,
     next_connection: u32,
     next_ticket: u32,
+}
+
+impl<S> State<S> {
+    /// The instance's migration is over (it applied, or it was aborted): its hello-ack no
+    /// longer names it as a target, and no initial state follows, as with the worker.
+    fn end_target(&mut self, instance: &InstanceKey) {
+        if let Some(known) = self.instances.get_mut(instance) {
+            known.target_of = None;
+        }
+    }
 }
 
 struct Shared<S> {
@@ -398,6 +412,7 @@ impl<S: EventSink> Simulator<S> {
         };
         let mut delivered = Vec::new();
         let mut unreachable = Vec::new();
+        let mut ended = Vec::new();
         for instance in recipients {
             let Some(live) = state
                 .instances
@@ -421,6 +436,9 @@ impl<S: EventSink> Simulator<S> {
                 }
                 _ => {}
             }
+            if let WorkerFrame::Abort { .. } = frame {
+                ended.push(instance.clone());
+            }
             delivered.push(Delivery {
                 connection: live.connection,
                 instance,
@@ -431,6 +449,9 @@ impl<S: EventSink> Simulator<S> {
                 "{type_name} for {migration_id}: {} not connected",
                 unreachable.join(" and ")
             ));
+        }
+        for instance in &ended {
+            state.end_target(instance);
         }
         if let WorkerFrame::GetState { .. } = frame {
             let source = delivered.first().map(|d| d.instance.clone());
@@ -863,6 +884,7 @@ impl<S: EventSink> Connection<S> {
                             return end;
                         }
                     }
+                    Some(Outgoing::Drop) => return End::Stopped(Stop::Drop),
                     Some(Outgoing::Replaced) | None => return End::Replaced,
                 },
                 how = stopped(signal) => return End::Stopped(how),
@@ -946,6 +968,10 @@ impl<S: EventSink> Connection<S> {
             JobFrame::Abort { .. } => {
                 // A job that gives up ends its unanswered propose too.
                 self.take_get_state(instance);
+                Ok(())
+            }
+            JobFrame::TargetApplied(_) => {
+                self.shared.lock().end_target(instance);
                 Ok(())
             }
             _ => Ok(()),
