@@ -6,3 +6,4 @@ const client = createRequire(import.meta.url)('./client.js')
 export const connectMigration = client.connectMigration
 export const stateRefusal = client.stateRefusal
 export const isStateRefusal = client.isStateRefusal
+export const channels = client.channels
