@@ -133,3 +133,79 @@ export declare function connectMigration(
   env?: NodeJS.ProcessEnv,
   opts?: ConnectMigrationOptions,
 ): MigrationClient
+
+// ── diagnostics (docs/observability.md) ─────────────────────────────────────────────────────
+
+/** The names of the `node:diagnostics_channel` channels the client publishes on.
+ *  `handler` is a TracingChannel: subscribe with `diagnostics_channel.tracingChannel(channels.handler)`. */
+export declare const channels: {
+  readonly connection: 'ctl-migration:connection'
+  readonly frame: 'ctl-migration:frame'
+  readonly report: 'ctl-migration:report'
+  readonly handler: 'ctl-migration:handler'
+}
+
+/** On `ctl-migration:connection`: a connect attempt begins, is acknowledged, ends, or the
+ *  product closed the client. */
+export interface ConnectionMessage {
+  /** Unique to each `connectMigration` call in the process. */
+  client: number
+  event: 'connecting' | 'connected' | 'disconnected' | 'closed'
+  /** The connect attempt this is about, counted from 1 over the client's life. */
+  attempt: number
+  /** `connected`: the role the hello-ack gave. */
+  role?: 'source' | 'target'
+  /** `connected` and `disconnected`: the client's migration at the time. */
+  migrationId?: string
+  /** `disconnected` by a close frame: its code (1005 when it had none). Absent when the socket
+   *  failed without one (a refused connect, an error, a stall, a failed send). */
+  code?: number
+  /** `disconnected`: the close frame's reason, else what went wrong. */
+  reason?: string
+  /** `disconnected`: the delay before the next attempt; absent when there will be none (after
+   *  4409, or once closed). */
+  retryInMs?: number
+}
+
+/** On `ctl-migration:frame`: a frame handed to the socket (`out`), or received and taken in
+ *  (`in`; frames ignored before the hello-ack are not). Never its content. */
+export interface FrameMessage {
+  client: number
+  direction: 'in' | 'out'
+  /** The frame's `type`: `hello`, `hello-ack`, `get-state`, `state`, … */
+  type: string
+  /** The migration an inbound frame names; for an outbound frame, the client's migration when
+   *  it was sent. */
+  migrationId?: string
+  /** Its size in UTF-8 bytes. */
+  bytes: number
+}
+
+/** On `ctl-migration:report`: what became of a report (`target-ready`, `source-stopped-output`,
+ *  `target-applied`, `abort`) or of an answer to the propose (`state`, `state-refused`). */
+export interface ReportMessage {
+  client: number
+  type: 'state' | 'state-refused' | 'target-ready' | 'source-stopped-output' | 'target-applied' | 'abort'
+  /** `sent`: handed to the socket. `held`: made while disconnected; kept, and sent right after
+   *  the next hello-ack. `superseded`: a held report replaced by a newer one (published for the
+   *  older). `dropped`: never to be sent, see `reason`. */
+  outcome: 'sent' | 'held' | 'superseded' | 'dropped'
+  migrationId?: string
+  /** `dropped`: `closed`, `no get-state in flight`, `get-state already answered` or
+   *  `disconnected` (a propose answer is never held). */
+  reason?: 'closed' | 'no get-state in flight' | 'get-state already answered' | 'disconnected'
+}
+
+/** The context of the `ctl-migration:handler` TracingChannel, around every handler call:
+ *  `start` / `end`, `asyncStart` / `asyncEnd` when it returned a Promise, `error` for a throw or
+ *  a rejection. */
+export interface HandlerTraceContext {
+  client: number
+  handler: 'onGetState' | 'onInitialState' | 'onCutoverReady' | 'onCutoverApply' | 'onAbort' | 'onConnected'
+  /** Absent only for an `onConnected` with no migration. */
+  migrationId: string | undefined
+  /** What the handler returned (on `end`), or its Promise's value (on `asyncStart`/`asyncEnd`). */
+  result?: unknown
+  /** What it threw or rejected with (on `error` and after). */
+  error?: unknown
+}

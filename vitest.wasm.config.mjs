@@ -15,6 +15,8 @@ export default defineConfig({
       '__test__/native-differences.test.ts',
       '__test__/testing-kit.test.ts',
       '__test__/wasm-fallback.test.ts',
+      '__test__/diagnostics.test.ts',
+      '__test__/observability.test.ts',
     ],
     env: { NAPI_RS_FORCE_WASI: 'error' },
     setupFiles: ['__test__/support/wasm-only.ts'],

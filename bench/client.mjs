@@ -19,7 +19,14 @@ function footprint() {
   return { rssKiB: field('VmRSS'), threads: field('Threads') }
 }
 
-const { connectMigration } = await import(moduleUrl)
+const { connectMigration, channels } = await import(moduleUrl)
+// run.mjs --subscribed: the cost of every diagnostics channel with a (do-nothing) subscriber.
+if (process.env.BENCH_SUBSCRIBE === '1') {
+  const { default: diagnostics_channel } = await import('node:diagnostics_channel')
+  const nothing = () => {}
+  for (const name of [channels.connection, channels.frame, channels.report]) diagnostics_channel.subscribe(name, nothing)
+  diagnostics_channel.tracingChannel(channels.handler).subscribe({ start: nothing, end: nothing, asyncStart: nothing, asyncEnd: nothing, error: nothing })
+}
 const before = footprint()
 process.send({ type: 'imported', footprint: before })
 

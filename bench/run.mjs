@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-// npm run bench [-- --quick] [-- --vs <module exporting connectMigration>] [-- --json <file>]
+// npm run bench [-- --quick] [-- --vs <module exporting connectMigration>] [-- --json <file>] [-- --subscribed]
 //
 // Measures this package's client ("this") side by side with a comparison ("vs": by default the
 // minimal JavaScript client on `ws` in bench/js-client.mjs) and with its own WebAssembly fallback
 // ("wasm": the same package under NAPI_RS_FORCE_WASI=error), and prints one table: import cost,
 // footprint of a connected client, idle CPU, round trips timed at a worker in another process,
 // the raw WebSocket echo floor between two processes, and round trips while the product's
-// JavaScript thread is busy. Everything runs on loopback; every process it starts is bounded in
+// JavaScript thread is busy. With --subscribed, this package's clients (native and WebAssembly)
+// run with every diagnostics channel subscribed (docs/observability.md). Everything runs on loopback; every process it starts is bounded in
 // time and killed at the end. See docs/performance.md.
 import { fork, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
@@ -21,16 +22,17 @@ const root = resolve(here, '..')
 
 // ── options ──────────────────────────────────────────────────────────────────────────────────
 const argv = process.argv.slice(2)
-const opt = { quick: false, vs: undefined, json: undefined }
+const opt = { quick: false, vs: undefined, json: undefined, subscribed: false }
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i]
   if (a === '--quick') opt.quick = true
+  else if (a === '--subscribed') opt.subscribed = true
   else if (a === '--vs') opt.vs = argv[++i]
   else if (a.startsWith('--vs=')) opt.vs = a.slice(5)
   else if (a === '--json') opt.json = argv[++i]
   else if (a.startsWith('--json=')) opt.json = a.slice(7)
   else if (a === '--help' || a === '-h') {
-    console.log('usage: npm run bench -- [--quick] [--vs <module exporting connectMigration>] [--json <file>]')
+    console.log('usage: npm run bench -- [--quick] [--vs <module exporting connectMigration>] [--json <file>] [--subscribed]')
     process.exit(0)
   } else {
     console.error(`bench: unknown argument ${a}`)
@@ -64,7 +66,9 @@ function moduleRef(spec) {
 const impls = [
   {
     key: 'this',
-    label: '@norskvideo/ctl-migration (native)',
+    label: `@norskvideo/ctl-migration (native${opt.subscribed ? ', every channel subscribed' : ''})`,
+    // (An impl with an env skips the import rows.)
+    ...(opt.subscribed && { env: { BENCH_SUBSCRIBE: '1' } }),
     // What a product gets from the package's "exports", resolved once (self-reference).
     url: import.meta.resolve('@norskvideo/ctl-migration'),
     path: createRequire(import.meta.url).resolve('@norskvideo/ctl-migration'),
@@ -74,10 +78,10 @@ const impls = [
     : { key: 'vs', label: 'bench/js-client.mjs (plain JS on ws)', ...moduleRef(join(here, 'js-client.mjs')) },
   {
     key: 'wasm',
-    label: '@norskvideo/ctl-migration (WebAssembly fallback)',
+    label: `@norskvideo/ctl-migration (WebAssembly fallback${opt.subscribed ? ', every channel subscribed' : ''})`,
     url: import.meta.resolve('@norskvideo/ctl-migration'),
     path: createRequire(import.meta.url).resolve('@norskvideo/ctl-migration'),
-    env: { NAPI_RS_FORCE_WASI: 'error' },
+    env: { NAPI_RS_FORCE_WASI: 'error', ...(opt.subscribed && { BENCH_SUBSCRIBE: '1' }) },
   },
 ]
 /** Every order of the implementations a round can take: each goes first in turn. */

@@ -9,6 +9,7 @@
 const { binding } = require('./addon/binding.js')
 const { PACKAGE, hasLibuv } = require('./addon/platform.js')
 const { ownRequire } = require('./addon/own-require.js')
+const diagnostics = require('./diagnostics.js')
 
 const URL_ENV = 'NORSK_WORKER_WS_URL'
 const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
@@ -20,6 +21,8 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 // Native transport only: a product's own socket keeps the reference's exact schedule, so its
 // fake-timer tests drive the backoff as they always did.
 const DEFAULT_NATIVE_JITTER = 0.2
+// By `handler` in the addon's handler-call actions (HandlerKind::ALL's order).
+const HANDLER_NAMES = ['onGetState', 'onInitialState', 'onCutoverReady', 'onCutoverApply', 'onAbort', 'onConnected']
 
 function stateRefusal(reason) {
   return { refused: true, reason }
@@ -131,6 +134,7 @@ function socketClient(handlers, url, token, name, opts) {
     if (nativeError) noteFallback(log, nativeError)
   }
   const { Client } = addon
+  const clientId = diagnostics.nextClient()
 
   // The socket transport, when the product supplies the socket class (or the WebAssembly build
   // needs one); else native.
@@ -170,8 +174,20 @@ function socketClient(handlers, url, token, name, opts) {
     for (let actions = core.readSocket(); actions !== null; actions = core.readSocket()) run(actions)
   }
 
+  // Which notes the core builds: none until a diagnostics channel has a subscriber. Checked at
+  // every event, so a subscriber sees everything from the next event on.
+  let observed = 0
+  function observe() {
+    const mask = diagnostics.observedMask()
+    if (mask !== observed) {
+      observed = mask
+      core.observe(mask)
+    }
+  }
+
   // Carries out the core's actions, in order (their shapes: `JsAction` in lib/addon/binding.d.ts).
   function run(actions) {
+    observe()
     for (const action of actions) {
       switch (action.kind) {
         case 'Log':
@@ -212,6 +228,15 @@ function socketClient(handlers, url, token, name, opts) {
         case 'CancelTimer':
           transport.cancelTimer(action.timer)
           break
+        case 'Connection':
+          diagnostics.connection(clientId, action)
+          break
+        case 'Frame':
+          diagnostics.frame(clientId, action)
+          break
+        case 'Report':
+          diagnostics.report(clientId, action)
+          break
       }
     }
   }
@@ -231,10 +256,12 @@ function socketClient(handlers, url, token, name, opts) {
   // the core how it ended. Nothing it throws or rejects with escapes (D4).
   function settle(action, invoke) {
     const migrationId = action.migrationId ?? ''
+    const context = handlerContext(HANDLER_NAMES[action.handler], action.migrationId)
     void (async () => {
       let printed
       try {
-        await invoke()
+        if (context === undefined) await invoke()
+        else await diagnostics.traced(context, invoke)
       } catch (e) {
         printed = describe(e) ?? 'a value that cannot be printed'
       }
@@ -254,7 +281,10 @@ function socketClient(handlers, url, token, name, opts) {
         // Read inside the try: a getter that throws is a handler that throws (D3).
         const handler = handlers.onGetState
         if (!handler) return run(core.stateMissing(migrationId))
-        answer = await handler.call(handlers, migrationId)
+        const context = diagnostics.handlerContext(clientId, 'onGetState', migrationId)
+        answer = await (context === undefined
+          ? handler.call(handlers, migrationId)
+          : diagnostics.traced(context, () => handler.call(handlers, migrationId)))
       } catch (e) {
         return run(core.stateThrew(migrationId, describe(e)))
       }
@@ -269,6 +299,13 @@ function socketClient(handlers, url, token, name, opts) {
     } catch (e) {
       reportGlueError(e)
     }
+  }
+
+  // The tracing context of a call to handler `name`, when somebody traces handler calls and the
+  // handlers object has it (`in` reads no getter): a missing handler is not a call.
+  function handlerContext(name, migrationId) {
+    const has = handlers !== null && (typeof handlers === 'object' || typeof handlers === 'function') && name in handlers
+    return has ? diagnostics.handlerContext(clientId, name, migrationId) : undefined
   }
 
   function reportGlueError(e) {
@@ -310,6 +347,7 @@ function socketClient(handlers, url, token, name, opts) {
       run(core.close())
     },
   }
+  observe()
   run(core.start())
   return client
 }
@@ -459,4 +497,4 @@ function jsSocketTransport(Ctor, url, getCore, run) {
   }
 }
 
-module.exports = { connectMigration, stateRefusal, isStateRefusal }
+module.exports = { connectMigration, stateRefusal, isStateRefusal, channels: diagnostics.channels }

@@ -5,3 +5,4 @@ import client from './client.js'
 export const connectMigration = client.connectMigration
 export const stateRefusal = client.stateRefusal
 export const isStateRefusal = client.isStateRefusal
+export const channels = client.channels

@@ -13,7 +13,8 @@ use crate::native::{JsRead, JsSink, JsWork, NativeClient, Status};
 use crate::uv;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{
-    Action, Call, Config, HandlerKind, HandlerOutcome, Protocol, StateOutcome, Timer, TooLarge,
+    Action, Call, Config, HandlerKind, HandlerOutcome, Note, Observed, Protocol, ReportOutcome,
+    Role, StateOutcome, Timer, TooLarge,
 };
 use napi::bindgen_prelude::*;
 #[cfg(not(target_family = "wasm"))]
@@ -88,7 +89,37 @@ pub enum JsAction {
     CancelTimer {
         timer: u32,
     },
+    /// For `ctl-migration:connection`: `connecting`, `connected`, `disconnected` or `closed`.
+    Connection {
+        event: String,
+        attempt: u32,
+        role: Option<String>,
+        migration_id: Option<String>,
+        code: Option<u32>,
+        reason: Option<String>,
+        retry_in_ms: Option<f64>,
+    },
+    /// For `ctl-migration:frame`: `direction` is `in` or `out`.
+    Frame {
+        direction: String,
+        frame_type: String,
+        migration_id: Option<String>,
+        bytes: u32,
+    },
+    /// For `ctl-migration:report`: `outcome` is `sent`, `held`, `superseded` or `dropped`
+    /// (with `reason`).
+    Report {
+        report_type: String,
+        outcome: String,
+        migration_id: Option<String>,
+        reason: Option<String>,
+    },
 }
+
+/// The bits of `Client.observe`'s mask, one per kind of note.
+const OBSERVE_CONNECTION: u32 = 1;
+const OBSERVE_FRAMES: u32 = 2;
+const OBSERVE_REPORTS: u32 = 4;
 
 /// What `connectMigration` was given, resolved to values by the glue.
 #[napi(object)]
@@ -489,10 +520,9 @@ impl Client {
     pub fn role(&self) -> &'static str {
         match &self.transport {
             #[cfg(not(target_family = "wasm"))]
-            Transport::Native { shown, .. } => shown.read(|s| {
-                s.map_or(ctl_migration_core::protocol::Role::Source, |s| s.role)
-                    .as_str()
-            }),
+            Transport::Native { shown, .. } => {
+                shown.read(|s| s.map_or(Role::Source, |s| s.role).as_str())
+            }
             Transport::JsSocket(core) => core.role().as_str(),
         }
     }
@@ -525,6 +555,19 @@ impl Client {
             Transport::Native { client, .. } => client.read(|core| core.is_finished()),
             Transport::JsSocket(core) => core.is_finished(),
         }
+    }
+
+    /// Which notes the glue wants from now on: a mask of 1 (connection), 2 (frames) and
+    /// 4 (reports); 0, the default, builds none.
+    #[napi]
+    pub fn observe(&mut self, mask: u32) {
+        let observed = Observed {
+            connection: mask & OBSERVE_CONNECTION != 0,
+            frames: mask & OBSERVE_FRAMES != 0,
+            reports: mask & OBSERVE_REPORTS != 0,
+        };
+        // Queues nothing: there are no actions to hand back.
+        self.apply(|core| core.observe(observed));
     }
 
     #[napi]
@@ -793,5 +836,78 @@ fn to_js(action: Action) -> Option<JsAction> {
             timer: timer.index() as u32,
         },
         Action::Ping => return None,
+        Action::Note(note) => note_to_js(note),
     })
+}
+
+/// A `Connection` action; only `connected` and `disconnected` say more than the attempt.
+fn connection(
+    event: &str,
+    attempt: u32,
+    role: Option<Role>,
+    migration_id: Option<String>,
+    closed: Option<(Option<u16>, String, Option<f64>)>,
+) -> JsAction {
+    let (code, reason, retry_in_ms) = match closed {
+        Some((code, reason, retry_in_ms)) => (code.map(u32::from), Some(reason), retry_in_ms),
+        None => (None, None, None),
+    };
+    JsAction::Connection {
+        event: event.to_owned(),
+        attempt,
+        role: role.map(|r| r.as_str().to_owned()),
+        migration_id,
+        code,
+        reason,
+        retry_in_ms,
+    }
+}
+
+fn note_to_js(note: Note) -> JsAction {
+    match note {
+        Note::Connecting { attempt } => connection("connecting", attempt, None, None, None),
+        Note::Connected {
+            attempt,
+            role,
+            migration_id,
+        } => connection("connected", attempt, Some(role), migration_id, None),
+        Note::Disconnected {
+            attempt,
+            code,
+            reason,
+            retry_in_ms,
+            migration_id,
+        } => connection(
+            "disconnected",
+            attempt,
+            None,
+            migration_id,
+            Some((code, reason, retry_in_ms)),
+        ),
+        Note::Closed { attempt } => connection("closed", attempt, None, None, None),
+        Note::Frame {
+            direction,
+            type_name,
+            migration_id,
+            bytes,
+        } => JsAction::Frame {
+            direction: direction.as_str().to_owned(),
+            frame_type: type_name.to_owned(),
+            migration_id,
+            bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+        },
+        Note::Report {
+            type_name,
+            outcome,
+            migration_id,
+        } => JsAction::Report {
+            report_type: type_name.to_owned(),
+            outcome: outcome.as_str().to_owned(),
+            migration_id,
+            reason: match outcome {
+                ReportOutcome::Dropped(reason) => Some(reason.to_owned()),
+                _ => None,
+            },
+        },
+    }
 }

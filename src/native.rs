@@ -357,7 +357,7 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
             Action::StartTimer { timer, delay_ms } => Control::StartTimer(timer, delay_ms),
             Action::CancelTimer(timer) => Control::CancelTimer(timer),
             Action::Ping => Control::Ping,
-            other @ (Action::Call(_) | Action::Log(_)) => {
+            other @ (Action::Call(_) | Action::Log(_) | Action::Note(_)) => {
                 js.push(other);
                 continue;
             }

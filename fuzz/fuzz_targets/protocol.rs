@@ -287,7 +287,7 @@ impl Harness {
                     self.m.due[timer.index()] = None;
                 }
                 Action::Ping => assert!(self.m.sock.is_some(), "a ping with no socket"),
-                Action::Call(_) | Action::Log(_) => {}
+                Action::Call(_) | Action::Log(_) | Action::Note(_) => {}
             }
         }
         if self.m.closed {

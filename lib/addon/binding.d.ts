@@ -27,6 +27,11 @@ export declare class Client {
   get migrationId(): string | null
   /** No socket will ever be opened again (closed, or replaced by a newer connection). */
   get finished(): boolean
+  /**
+   * Which notes the glue wants from now on: a mask of 1 (connection), 2 (frames) and
+   * 4 (reports); 0, the default, builds none.
+   */
+  observe(mask: number): void
   start(): Array<JsAction>
   reportState(payload: string): Array<JsAction>
   refuseState(reason: string): Array<JsAction>
@@ -92,6 +97,9 @@ export type JsAction =
   | { kind: 'Close'; code?: number; reason?: string }
   | { kind: 'StartTimer'; timer: number; delayMs: number }
   | { kind: 'CancelTimer'; timer: number }
+  | { kind: 'Connection'; event: string; attempt: number; role?: string; migrationId?: string; code?: number; reason?: string; retryInMs?: number }
+  | { kind: 'Frame'; direction: string; frameType: string; migrationId?: string; bytes: number }
+  | { kind: 'Report'; reportType: string; outcome: string; migrationId?: string; reason?: string }
 
 /** `reportApplied`'s summary, already checked by the glue. */
 export interface JsAppliedSummary {

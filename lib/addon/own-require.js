@@ -70,4 +70,4 @@ function ownRequire(id) {
   return packageRequire()(id)
 }
 
-module.exports = { ownRequire, packageRequire, BUNDLED_CODE }
+module.exports = { ownRequire, packageRequire, builtin, BUNDLED_CODE }

@@ -51,6 +51,19 @@ impl WorkerFrame {
         }
     }
 
+    /// The migration the frame names: a hello-ack's target migration, every other frame's
+    /// `migrationId`.
+    pub fn migration_id(&self) -> Option<&str> {
+        match self {
+            WorkerFrame::HelloAck { migration } => migration.as_deref(),
+            WorkerFrame::GetState { migration_id }
+            | WorkerFrame::InitialState { migration_id, .. }
+            | WorkerFrame::CutoverReady { migration_id, .. }
+            | WorkerFrame::CutoverApply { migration_id, .. }
+            | WorkerFrame::Abort { migration_id, .. } => Some(migration_id),
+        }
+    }
+
     /// The frame as it goes on the wire. `payload` must already be JSON text.
     pub fn to_text(&self) -> String {
         let mut w = FrameWriter::new(self.type_name());

@@ -13,6 +13,8 @@ use std::collections::VecDeque;
 
 /// Close code the worker uses after a newer connection for the same instance replaced this one.
 pub const CLOSE_REPLACED: u16 = 4409;
+/// Close code of a connection lost without a close frame (never sent on the wire).
+pub const CLOSE_ABNORMAL: u16 = 1006;
 /// Close code the worker uses for a missing or wrong token, or a path naming no instance.
 pub const CLOSE_UNAUTHORIZED: u16 = 4401;
 
@@ -179,6 +181,95 @@ pub struct Outbound {
     pub is_report: bool,
 }
 
+/// Which kinds of [`Note`] the transport wants; none by default, so that nothing is built for
+/// an observer nobody is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Observed {
+    pub connection: bool,
+    pub frames: bool,
+    pub reports: bool,
+}
+
+/// Which way a frame went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    In,
+    Out,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::In => "in",
+            Direction::Out => "out",
+        }
+    }
+}
+
+/// What became of a report (`target-ready`, `source-stopped-output`, `target-applied`, `abort`)
+/// or of an answer to the propose (`state`, `state-refused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportOutcome {
+    /// Handed to the socket.
+    Sent,
+    /// Made while disconnected; kept, to be sent right after the next hello-ack.
+    Held,
+    /// A held report replaced by a newer one (only the latest is kept).
+    Superseded,
+    /// Never to be sent, for the reason given.
+    Dropped(&'static str),
+}
+
+impl ReportOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportOutcome::Sent => "sent",
+            ReportOutcome::Held => "held",
+            ReportOutcome::Superseded => "superseded",
+            ReportOutcome::Dropped(_) => "dropped",
+        }
+    }
+}
+
+/// Something an observer may want to know, queued only for the kinds [`Observed`] asks for.
+/// It never carries a frame's content, so never the token.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    /// Connect attempt number `attempt` (counted from 1 over the client's life) begins.
+    Connecting { attempt: u32 },
+    /// The worker acknowledged the hello of attempt `attempt`.
+    Connected {
+        attempt: u32,
+        role: Role,
+        migration_id: Option<String>,
+    },
+    /// Attempt `attempt`'s socket ended: with the worker's close `code` and `reason`, or without
+    /// a code and with what went wrong. `retry_in_ms` is the delay before the next attempt;
+    /// none when there will be none.
+    Disconnected {
+        attempt: u32,
+        code: Option<u16>,
+        reason: String,
+        retry_in_ms: Option<f64>,
+        migration_id: Option<String>,
+    },
+    /// `close()`: nothing more will be sent or tried.
+    Closed { attempt: u32 },
+    /// A frame handed to the socket, or received and taken in; `migration_id` is the one an
+    /// inbound frame names, and for an outbound one the client's migration as it was sent.
+    Frame {
+        direction: Direction,
+        type_name: &'static str,
+        migration_id: Option<String>,
+        bytes: usize,
+    },
+    Report {
+        type_name: &'static str,
+        outcome: ReportOutcome,
+        migration_id: Option<String>,
+    },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Create a socket to the worker now.
@@ -199,6 +290,8 @@ pub enum Action {
     Ping,
     Call(Call),
     Log(String),
+    /// For an observer; see [`Protocol::observe`].
+    Note(Note),
 }
 
 /// How the product's `onGetState` ended, as the transport saw it.
@@ -256,6 +349,10 @@ pub struct Protocol {
     /// D5: replaced by a newer connection (4409); never reconnect.
     replaced: bool,
     attempt: u32,
+    /// Connect attempts made, the current one included: its number in [`Note`]s.
+    attempts: u32,
+    /// Which notes to queue.
+    observed: Observed,
     /// Which of the transport's timers run, by [`Timer::index`].
     armed: [bool; 4],
     /// When the current socket last carried anything, on the transport's clock.
@@ -277,6 +374,8 @@ impl Protocol {
             closed: false,
             replaced: false,
             attempt: 0,
+            attempts: 0,
+            observed: Observed::default(),
             armed: [false; 4],
             last_traffic_ms: 0.0,
             held: None,
@@ -314,6 +413,11 @@ impl Protocol {
 
     pub fn has_held_report(&self) -> bool {
         self.held.is_some()
+    }
+
+    /// Queue [`Note`]s of these kinds from now on (none by default).
+    pub fn observe(&mut self, observed: Observed) {
+        self.observed = observed;
     }
 
     pub fn poll_action(&mut self) -> Option<Action> {
@@ -393,7 +497,8 @@ impl Protocol {
         self.state_request = None;
         self.stop_liveness();
         self.log(format!("connect to {} failed: {error}", self.cfg.url));
-        self.schedule_reconnect(None);
+        let retry_in_ms = self.schedule_reconnect(None);
+        self.note_disconnected(None, || error.to_owned(), retry_in_ms);
     }
 
     /// The socket is open (at `now_ms`): say hello, and start the heartbeat.
@@ -423,6 +528,14 @@ impl Protocol {
                 return;
             }
         };
+        if acked || matches!(frame, WorkerFrame::HelloAck { .. }) {
+            self.note_frame(
+                Direction::In,
+                frame.type_name(),
+                frame.migration_id(),
+                text.len(),
+            );
+        }
         if !acked {
             match frame {
                 WorkerFrame::HelloAck { migration } => self.on_acked(migration),
@@ -498,7 +611,7 @@ impl Protocol {
             format!(" {reason}")
         };
         self.log(format!("socket closed ({code}{suffix})"));
-        match code {
+        let retry_in_ms = match code {
             CLOSE_REPLACED => {
                 // D5: a newer connection for this instance exists; reconnecting would only
                 // replace it in turn.
@@ -507,6 +620,7 @@ impl Protocol {
                     "replaced by a newer connection for this instance (4409); not reconnecting"
                         .to_owned(),
                 );
+                None
             }
             CLOSE_UNAUTHORIZED => {
                 let delay = self.cfg.reconnect_max_ms;
@@ -514,10 +628,11 @@ impl Protocol {
                     "the worker refused the token or the instance (4401); retrying in {} ms",
                     display_ms(delay)
                 ));
-                self.schedule_reconnect(Some(delay));
+                self.schedule_reconnect(Some(delay))
             }
             _ => self.schedule_reconnect(None),
-        }
+        };
+        self.note_disconnected(Some(code), || reason.to_owned(), retry_in_ms);
     }
 
     /// The socket failed. Its end, whether or not a close event follows (undici on Node 22
@@ -531,7 +646,13 @@ impl Protocol {
             code: None,
             reason: None,
         });
-        self.schedule_reconnect(None);
+        let retry_in_ms = self.schedule_reconnect(None);
+        // Lost without a close frame: the code a WebSocket reports for that.
+        self.note_disconnected(
+            Some(CLOSE_ABNORMAL),
+            || "socket error".to_owned(),
+            retry_in_ms,
+        );
     }
 
     /// The transport gave up on the current socket: the connect attempt (TCP, upgrade and
@@ -546,25 +667,41 @@ impl Protocol {
             code: None,
             reason: None,
         });
-        self.schedule_reconnect(None);
+        let retry_in_ms = self.schedule_reconnect(None);
+        self.note_disconnected(None, || why.to_owned(), retry_in_ms);
     }
 
     /// D11: a send that failed is a broken connection. A report is kept as the held one unless
     /// a newer report is already held.
     pub fn on_send_failed(&mut self, frame: Outbound, error: &str) {
-        self.log(format!("send of '{}' failed: {error}", frame.type_name));
+        let type_name = frame.type_name;
+        self.log(format!("send of '{type_name}' failed: {error}"));
         if self.closed {
+            if frame.is_report {
+                self.note_report(type_name, ReportOutcome::Dropped("closed"));
+            }
             return;
         }
-        if frame.is_report && self.held.is_none() {
-            self.held = Some(frame);
+        if frame.is_report {
+            // The held report, if there is one, was made after this one: it wins.
+            if self.held.is_none() {
+                self.note_report(type_name, ReportOutcome::Held);
+                self.held = Some(frame);
+            } else {
+                self.note_report(type_name, ReportOutcome::Superseded);
+            }
         }
         if self.end_socket() {
             self.actions.push_back(Action::Close {
                 code: None,
                 reason: None,
             });
-            self.schedule_reconnect(None);
+            let retry_in_ms = self.schedule_reconnect(None);
+            self.note_disconnected(
+                None,
+                || format!("send of '{type_name}' failed: {error}"),
+                retry_in_ms,
+            );
         }
     }
 
@@ -704,8 +841,11 @@ impl Protocol {
 
     /// `close()`: stop reconnecting and close.
     pub fn close(&mut self) {
+        let first = !self.closed;
         self.closed = true;
-        self.held = None;
+        if let Some(held) = self.held.take() {
+            self.note_report(held.type_name, ReportOutcome::Dropped("closed"));
+        }
         self.disarm(Timer::Reconnect);
         self.stop_liveness();
         if matches!(self.socket, Socket::Live { .. }) {
@@ -715,13 +855,24 @@ impl Protocol {
                 reason: Some("job closing"),
             });
         }
+        if first && self.observed.connection {
+            self.note(Note::Closed {
+                attempt: self.attempts,
+            });
+        }
     }
 
     // ── rules ────────────────────────────────────────────────────────────
 
     fn open(&mut self) {
         self.socket = Socket::Live { acked: false };
+        self.attempts = self.attempts.saturating_add(1);
         self.actions.push_back(Action::Open);
+        if self.observed.connection {
+            self.note(Note::Connecting {
+                attempt: self.attempts,
+            });
+        }
         if self.cfg.connect_timeout_ms > 0.0 {
             self.arm(Timer::ConnectDeadline, self.cfg.connect_timeout_ms);
         }
@@ -749,8 +900,15 @@ impl Protocol {
             None => String::new(),
         };
         self.log(format!("connected as {}{suffix}", self.role.as_str()));
+        if self.observed.connection {
+            self.note(Note::Connected {
+                attempt: self.attempts,
+                role: self.role,
+                migration_id: self.migration_id.clone(),
+            });
+        }
         if let Some(held) = self.held.take() {
-            self.send(held);
+            self.send_report(held);
         }
         self.call(Call::Connected {
             role: self.role,
@@ -781,14 +939,16 @@ impl Protocol {
     /// in flight, so such an answer is dropped here. Never held: a drop mid-propose is the
     /// source aborting, and the worker asks again next time.
     fn answer_state(&mut self, out: Outbound) {
+        let type_name = out.type_name;
         if self.closed {
+            self.note_report(type_name, ReportOutcome::Dropped("closed"));
             return;
         }
-        let type_name = out.type_name;
         let Some(req) = self.state_request.as_mut() else {
             self.log(format!(
                 "'{type_name}' with no get-state in flight; dropped"
             ));
+            self.note_report(type_name, ReportOutcome::Dropped("no get-state in flight"));
             return;
         };
         if req.answered {
@@ -796,6 +956,10 @@ impl Protocol {
             self.log(format!(
                 "'{type_name}' after get-state for {id} was already answered; dropped"
             ));
+            self.note_report(
+                type_name,
+                ReportOutcome::Dropped("get-state already answered"),
+            );
             return;
         }
         req.answered = true;
@@ -808,27 +972,96 @@ impl Protocol {
             self.log(format!(
                 "'{type_name}' for {req_id} while disconnected; dropped — the worker will ask again"
             ));
+            self.note_report(type_name, ReportOutcome::Dropped("disconnected"));
             return;
         }
-        self.send(out);
+        self.send_report(out);
     }
 
     fn report(&mut self, frame: JobFrame) -> Result<(), TooLarge> {
         let out = sized(&frame)?;
         if self.closed {
+            self.note_report(out.type_name, ReportOutcome::Dropped("closed"));
             return Ok(());
         }
         if self.connected() {
-            self.send(out);
+            self.send_report(out);
         } else {
             // The latest report wins: a position reported twice is the newer position.
+            if let Some(older) = self.held.take() {
+                self.note_report(older.type_name, ReportOutcome::Superseded);
+            }
+            self.note_report(out.type_name, ReportOutcome::Held);
             self.held = Some(out);
         }
         Ok(())
     }
 
     fn send(&mut self, out: Outbound) {
+        if self.observed.frames {
+            self.note(Note::Frame {
+                direction: Direction::Out,
+                type_name: out.type_name,
+                migration_id: self.migration_id.clone(),
+                bytes: out.text.len(),
+            });
+        }
         self.actions.push_back(Action::Send(out));
+    }
+
+    fn send_report(&mut self, out: Outbound) {
+        let type_name = out.type_name;
+        self.send(out);
+        self.note_report(type_name, ReportOutcome::Sent);
+    }
+
+    fn note(&mut self, note: Note) {
+        self.actions.push_back(Action::Note(note));
+    }
+
+    fn note_frame(
+        &mut self,
+        direction: Direction,
+        type_name: &'static str,
+        migration_id: Option<&str>,
+        bytes: usize,
+    ) {
+        if self.observed.frames {
+            self.note(Note::Frame {
+                direction,
+                type_name,
+                migration_id: migration_id.map(str::to_owned),
+                bytes,
+            });
+        }
+    }
+
+    fn note_report(&mut self, type_name: &'static str, outcome: ReportOutcome) {
+        if self.observed.reports {
+            self.note(Note::Report {
+                type_name,
+                outcome,
+                migration_id: self.migration_id.clone(),
+            });
+        }
+    }
+
+    /// The current attempt's socket ended; `reason` is only built when it is noted.
+    fn note_disconnected(
+        &mut self,
+        code: Option<u16>,
+        reason: impl FnOnce() -> String,
+        retry_in_ms: Option<f64>,
+    ) {
+        if self.observed.connection {
+            self.note(Note::Disconnected {
+                attempt: self.attempts,
+                code,
+                reason: reason(),
+                retry_in_ms,
+                migration_id: self.migration_id.clone(),
+            });
+        }
     }
 
     fn call(&mut self, call: Call) {
@@ -880,9 +1113,11 @@ impl Protocol {
         }
     }
 
-    fn schedule_reconnect(&mut self, fixed_delay_ms: Option<f64>) {
+    /// Arms the reconnect, and says in how long; none when there will be no reconnect (or one
+    /// is already armed).
+    fn schedule_reconnect(&mut self, fixed_delay_ms: Option<f64>) -> Option<f64> {
         if self.is_finished() || self.armed[Timer::Reconnect.index()] {
-            return;
+            return None;
         }
         // A fixed delay is a policy (D5: wait the longest after 4401), not a backoff: no jitter.
         let delay_ms = match fixed_delay_ms {
@@ -895,6 +1130,7 @@ impl Protocol {
         };
         self.attempt = (self.attempt + 1).min(30);
         self.arm(Timer::Reconnect, delay_ms);
+        Some(delay_ms)
     }
 }
 
@@ -1401,6 +1637,308 @@ mod tests {
             assert!(logs(&actions)[0].starts_with("ignoring frame from the worker: "));
             assert!(p.connected());
         }
+    }
+
+    // ── notes for an observer ─────────────────────────────────────────────
+
+    const ALL_NOTES: Observed = Observed {
+        connection: true,
+        frames: true,
+        reports: true,
+    };
+
+    fn observed() -> Protocol {
+        let mut p = core();
+        p.observe(ALL_NOTES);
+        p
+    }
+
+    fn notes(actions: &[Action]) -> Vec<Note> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Note(note) => Some(note.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn report_outcomes(actions: &[Action]) -> Vec<(&'static str, ReportOutcome)> {
+        notes(actions)
+            .into_iter()
+            .filter_map(|n| match n {
+                Note::Report {
+                    type_name, outcome, ..
+                } => Some((type_name, outcome)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nothing_is_noted_unless_observed() {
+        let mut p = core();
+        p.start();
+        p.report_ready("1".into()).ok();
+        p.on_open(0.0);
+        p.on_frame(r#"{"type":"hello-ack","migration":{"id":"m","side":"target"}}"#);
+        p.on_closed(1001, "going away");
+        p.close();
+        assert!(notes(&take(&mut p)).is_empty());
+    }
+
+    #[test]
+    fn each_kind_is_noted_only_when_asked_for() {
+        let mut p = core();
+        p.observe(Observed {
+            reports: true,
+            ..Observed::default()
+        });
+        p.start();
+        p.report_ready("1".into()).ok();
+        p.on_open(0.0);
+        p.on_frame(r#"{"type":"hello-ack"}"#);
+        let notes = notes(&take(&mut p));
+        assert!(notes.iter().all(|n| matches!(n, Note::Report { .. })));
+        assert_eq!(notes.len(), 2, "held, then sent");
+    }
+
+    #[test]
+    fn reports_made_during_an_outage_are_held_superseded_and_the_latest_sent() {
+        let mut p = observed();
+        p.start();
+        p.report_ready("1".into()).ok();
+        assert_eq!(
+            report_outcomes(&take(&mut p)),
+            [("target-ready", ReportOutcome::Held)]
+        );
+        p.report_stopped_output("2".into()).ok();
+        assert_eq!(
+            report_outcomes(&take(&mut p)),
+            [
+                ("target-ready", ReportOutcome::Superseded),
+                ("source-stopped-output", ReportOutcome::Held)
+            ]
+        );
+        p.on_open(0.0);
+        p.on_frame(r#"{"type":"hello-ack"}"#);
+        let actions = take(&mut p);
+        assert_eq!(
+            report_outcomes(&actions),
+            [("source-stopped-output", ReportOutcome::Sent)]
+        );
+        assert_eq!(
+            sent(&actions)[1],
+            r#"{"type":"source-stopped-output","payload":2}"#
+        );
+    }
+
+    #[test]
+    fn a_report_after_close_and_a_held_one_at_close_are_dropped() {
+        let mut p = observed();
+        p.start();
+        p.abort("r".into()).ok();
+        take(&mut p);
+        p.close();
+        assert_eq!(
+            report_outcomes(&take(&mut p)),
+            [("abort", ReportOutcome::Dropped("closed"))]
+        );
+        p.report_ready("1".into()).ok();
+        assert_eq!(
+            report_outcomes(&take(&mut p)),
+            [("target-ready", ReportOutcome::Dropped("closed"))]
+        );
+    }
+
+    #[test]
+    fn state_answers_that_cannot_go_are_dropped_with_why() {
+        let mut p = observed();
+        p.start();
+        p.on_open(0.0);
+        p.on_frame(r#"{"type":"hello-ack"}"#);
+        take(&mut p);
+        p.report_state("1".into()).ok();
+        assert_eq!(
+            report_outcomes(&take(&mut p)),
+            [("state", ReportOutcome::Dropped("no get-state in flight"))]
+        );
+        p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#);
+        p.refuse_state("busy".into()).ok();
+        p.report_state("1".into()).ok();
+        assert_eq!(
+            report_outcomes(&take(&mut p)),
+            [
+                ("state-refused", ReportOutcome::Sent),
+                (
+                    "state",
+                    ReportOutcome::Dropped("get-state already answered")
+                )
+            ]
+        );
+        p.on_frame(r#"{"type":"get-state","migrationId":"n"}"#);
+        p.on_error();
+        take(&mut p);
+        // The drop ended the propose: the answer finds none in flight.
+        p.report_state("1".into()).ok();
+        assert_eq!(
+            report_outcomes(&take(&mut p)),
+            [("state", ReportOutcome::Dropped("no get-state in flight"))]
+        );
+    }
+
+    #[test]
+    fn a_failed_send_of_a_report_holds_it() {
+        let mut p = observed();
+        p.start();
+        p.on_open(0.0);
+        p.on_frame(r#"{"type":"hello-ack"}"#);
+        p.report_ready("1".into()).ok();
+        let Some(Action::Send(out)) = take(&mut p)
+            .into_iter()
+            .find(|a| matches!(a, Action::Send(o) if o.type_name == "target-ready"))
+        else {
+            panic!("no send");
+        };
+        p.on_send_failed(out, "EPIPE");
+        let actions = take(&mut p);
+        assert_eq!(
+            report_outcomes(&actions),
+            [("target-ready", ReportOutcome::Held)]
+        );
+        assert!(notes(&actions).contains(&Note::Disconnected {
+            attempt: 1,
+            code: None,
+            reason: "send of 'target-ready' failed: EPIPE".into(),
+            retry_in_ms: Some(1000.0),
+            migration_id: None,
+        }));
+    }
+
+    #[test]
+    fn connection_notes_follow_attempts_and_say_when_the_next_comes() {
+        let mut p = observed();
+        p.start();
+        p.on_open_failed("refused");
+        p.on_timer(Timer::Reconnect, 0.0);
+        p.on_open(0.0);
+        p.on_frame(r#"{"type":"hello-ack","migration":{"id":"m","side":"target"}}"#);
+        p.on_closed(1001, "restarting");
+        p.on_timer(Timer::Reconnect, 0.0);
+        p.on_open(0.0);
+        p.on_frame(r#"{"type":"hello-ack"}"#);
+        p.on_closed(CLOSE_REPLACED, "replaced");
+        p.close();
+        let connection: Vec<Note> = notes(&take(&mut p))
+            .into_iter()
+            .filter(|n| !matches!(n, Note::Frame { .. }))
+            .collect();
+        assert_eq!(
+            connection,
+            [
+                Note::Connecting { attempt: 1 },
+                Note::Disconnected {
+                    attempt: 1,
+                    code: None,
+                    reason: "refused".into(),
+                    retry_in_ms: Some(1000.0),
+                    migration_id: None,
+                },
+                Note::Connecting { attempt: 2 },
+                Note::Connected {
+                    attempt: 2,
+                    role: Role::Target,
+                    migration_id: Some("m".into()),
+                },
+                Note::Disconnected {
+                    attempt: 2,
+                    code: Some(1001),
+                    reason: "restarting".into(),
+                    retry_in_ms: Some(1000.0),
+                    migration_id: Some("m".into()),
+                },
+                Note::Connecting { attempt: 3 },
+                Note::Connected {
+                    attempt: 3,
+                    role: Role::Source,
+                    migration_id: None,
+                },
+                // D5: no retry after 4409.
+                Note::Disconnected {
+                    attempt: 3,
+                    code: Some(CLOSE_REPLACED),
+                    reason: "replaced".into(),
+                    retry_in_ms: None,
+                    migration_id: None,
+                },
+                Note::Closed { attempt: 3 },
+            ]
+        );
+    }
+
+    #[test]
+    fn frames_are_noted_both_ways_with_their_migration_and_size_never_their_content() {
+        let mut p = observed();
+        p.start();
+        p.on_open(0.0);
+        let ack = r#"{"type":"hello-ack"}"#;
+        p.on_frame(ack);
+        let get_state = r#"{"type":"get-state","migrationId":"m"}"#;
+        p.on_frame(get_state);
+        p.on_state_settled("m", StateOutcome::Value("7".into()));
+        let actions = take(&mut p);
+        let frames: Vec<Note> = notes(&actions)
+            .into_iter()
+            .filter(|n| matches!(n, Note::Frame { .. }))
+            .collect();
+        let frame = |direction, type_name, migration_id: Option<&str>, bytes| Note::Frame {
+            direction,
+            type_name,
+            migration_id: migration_id.map(str::to_owned),
+            bytes,
+        };
+        assert_eq!(
+            frames,
+            [
+                frame(
+                    Direction::Out,
+                    "hello",
+                    None,
+                    r#"{"type":"hello","token":"tok"}"#.len()
+                ),
+                frame(Direction::In, "hello-ack", None, ack.len()),
+                frame(Direction::In, "get-state", Some("m"), get_state.len()),
+                frame(
+                    Direction::Out,
+                    "state",
+                    Some("m"),
+                    r#"{"type":"state","payload":7}"#.len()
+                ),
+            ]
+        );
+        assert!(!format!("{:?}", notes(&actions)).contains("tok"));
+    }
+
+    #[test]
+    fn frames_ignored_before_the_ack_are_not_noted() {
+        let mut p = observed();
+        p.start();
+        p.on_open(0.0);
+        p.on_frame(r#"{"type":"get-state","migrationId":"early"}"#);
+        p.on_frame("not json");
+        let frames = notes(&take(&mut p))
+            .into_iter()
+            .filter(|n| {
+                matches!(
+                    n,
+                    Note::Frame {
+                        direction: Direction::In,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(frames, 0);
     }
 
     // ── liveness, on a fake clock: the tests pass the time in ──────────────
