@@ -413,6 +413,13 @@ async function handover(run, faults, recoveryOf) {
     old.role = 'retired'
     old.expectedExit = true
     await retire(view, old)
+    // A target killed by the fault after it had applied is the live instance now: restarted, as
+    // a crashed instance is (no longer a migration's target).
+    if (target.exited) {
+      const { NORSK_MIGRATION_ID: _target, ...env } = target.env
+      view.event('source', `pid ${target.pid} took over and was killed; starting it again, as a crashed instance is restarted`)
+      run.source = launch(run, 'source', env)
+    }
   } else if (target) {
     target.expectedExit = true
     await retire(view, target)

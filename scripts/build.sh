@@ -16,10 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PROFILE=(--release)
+DEBUG_FLAG=()
 NATIVE=1
 for arg in "$@"; do
   case "$arg" in
-    --debug) PROFILE=() ;;
+    --debug) PROFILE=() DEBUG_FLAG=(--debug) ;;
     --wasm-only) NATIVE=0 ;;
     *) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
   esac
@@ -29,9 +30,7 @@ NAPI=node_modules/.bin/napi
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 
 if [ "$NATIVE" = 1 ]; then
-  "$NAPI" build --platform "${PROFILE[@]}" --output-dir lib/addon --js napi-loader.js --dts binding.d.ts
-  "$NAPI" build --platform "${PROFILE[@]}" --manifest-path crates/simulator/Cargo.toml \
-    -c crates/simulator/napi.json --output-dir lib/addon --no-js --dts testing-binding.d.ts
+  scripts/build-addons.sh lib/addon --loader ${DEBUG_FLAG[@]+"${DEBUG_FLAG[@]}"}
 fi
 # napi-rs emits its own WASI loaders beside the .wasm; lib/addon/wasi.js replaces them (it also
 # runs on Bun), so only the module itself is kept.

@@ -14,7 +14,7 @@ npx tsc -p tsconfig.json
 npx vitest run
 # ctl-migration, run with npx from the package installed out of packed tarballs; its report test
 # renders the page in headless Chromium from Debian's packages (installed here, as root).
-command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 npx vitest run -c vitest.cli.config.mjs
 npx vitest run -c vitest.wasm.config.mjs
 "$(scripts/runtime-bin.sh node22)" node_modules/vitest/vitest.mjs run -c vitest.wasm.config.mjs

@@ -27,6 +27,8 @@ interface Handover {
   fault?: { kind: string; step: string }
   recovered?: boolean
   recoveryOf?: string
+  recoveryFailure?: string
+  aborted?: { afterStep: string; reason: string }
 }
 
 interface Document {
@@ -109,6 +111,16 @@ describe('a clean handover', () => {
   })
 })
 
+test('--abort-after aborts the migration after that step: exit 0, outcome aborted, no process left', async () => {
+  const marker = `--marker=${randomUUID()}`
+  const run = await cli(['handover', '--json', '--abort-after', 'initial-state', '--', 'node', 'product.mjs', marker])
+  expect(run.code).toBe(0)
+  const [handover] = json(run).handovers
+  expect(handover).toMatchObject({ ok: true, outcome: 'aborted', aborted: { afterStep: 'initial-state' } })
+  expect(handover.steps.map((s) => s.step)).toEqual(['propose', 'launch', 'initial-state'])
+  expect(productsWith(marker)).toEqual([])
+})
+
 describe('a handover that fails', () => {
   test('a target that never reports ready: exit 1, stalled at initial-state', async () => {
     const run = await cli(['handover', '--json', '--step-timeout-ms', '500', '--', 'node', 'product.mjs'], { PRODUCT_MODE: 'never-ready' })
@@ -165,7 +177,7 @@ describe('faults', () => {
     const doc = json(run)
     const faulted = doc.handovers.filter((h) => h.fault)
     expect(faulted.map((h) => h.fault)).toEqual(faults)
-    expect(faulted.filter((h) => !h.recovered).map((h) => h.fault)).toEqual([])
+    expect(faulted.filter((h) => !h.recovered).map((h) => ({ ...h.fault, why: h.recoveryFailure, failure: h.failure }))).toEqual([])
     for (const h of faulted) expect(['completed', 'aborted']).toContain(h.outcome)
     expect(run.code).toBe(0)
     expect(doc.violations).toEqual([])

@@ -1,8 +1,8 @@
 // vitest globalSetup for the CLI suite: installs the package as a user gets it, from packed
-// tarballs (the root package with the optionalDependencies rewritten to versions, as `napi
-// prepublish` does, and this host's platform package with both binaries, as
-// scripts/install-path.sh makes them), into a fresh product directory outside the repository,
-// with the two test products: one on this package, one on the JavaScript reference client.
+// tarballs (the root package as `npm pack` makes it, and this host's platform package with both
+// binaries, as scripts/install-path.sh makes them), into a fresh product directory outside the
+// repository, with the two test products: one on this package, one on the JavaScript reference
+// client.
 import { execFileSync } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -32,13 +32,7 @@ export default function setup(project: TestProject): () => void {
   const target = platform()
   const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string
 
-  const rootTgz = npm(ROOT, 'pack', '--silent', '--pack-destination', stage)
-  execFileSync('tar', ['-xzf', join(stage, rootTgz), '-C', stage])
-  const manifest = join(stage, 'package/package.json')
-  const pkg = JSON.parse(readFileSync(manifest, 'utf8'))
-  for (const name of Object.keys(pkg.optionalDependencies)) pkg.optionalDependencies[name] = pkg.version
-  writeFileSync(manifest, `${JSON.stringify(pkg, null, 2)}\n`)
-  npm(join(stage, 'package'), 'pack', '--silent', '--pack-destination', tarballs)
+  npm(ROOT, 'pack', '--silent', '--pack-destination', tarballs)
 
   const platformDir = join(stage, 'platform')
   cpSync(join(ROOT, 'npm', target), platformDir, { recursive: true })

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the package's two native addons for one target with the napi CLI. The one place their
+# build command is written: scripts/build.sh, build-linux.sh, build-macos.sh and the release
+# workflow call it.
+#   ctl-migration.<platform>.node          the client (the root crate: src/ over crates/core)
+#   ctl-migration-testing.<platform>.node  the worker simulator (crates/simulator, its own napi
+#                                          config: binaryName ctl-migration-testing)
+#
+#   scripts/build-addons.sh OUT_DIR [--target TRIPLE] [--cross-compile] [--debug] [--client-only]
+#                                   [--loader] [-- CARGO_ARGS…]
+# --loader also writes the native loader (OUT_DIR/napi-loader.js) and the bindings' types
+# (binding.d.ts, testing-binding.d.ts): what a checkout uses. Without it no JavaScript and no
+# types are left in OUT_DIR (the loader does not depend on the target).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT_DIR=${1:?usage: build-addons.sh OUT_DIR [--target TRIPLE] [--cross-compile] [--debug] [--client-only] [--loader] [-- CARGO_ARGS…]}
+shift
+NAPI_ARGS=(--platform)
+PROFILE=(--release)
+TESTING=1
+LOADER=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --target) NAPI_ARGS+=(--target "${2:?--target needs a triple}"); shift ;;
+    --cross-compile) NAPI_ARGS+=(--cross-compile) ;;
+    --debug) PROFILE=() ;;
+    --client-only) TESTING=0 ;;
+    --loader) LOADER=1 ;;
+    --) shift; break ;;
+    *) echo "build-addons.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+NAPI_ARGS+=(${PROFILE[@]+"${PROFILE[@]}"} -- "$@")
+NAPI=node_modules/.bin/napi
+[ -x "$NAPI" ] || npm ci --no-audit --no-fund
+mkdir -p "$OUT_DIR"
+
+# One addon. With --loader its types stay (and the client's loader); otherwise a throwaway types
+# file, and no JavaScript.
+build() {
+  local dts=$1 js=$2
+  shift 2
+  if [ "$LOADER" = 1 ]; then
+    "$NAPI" build "$@" --output-dir "$OUT_DIR" "$js" --dts "$dts" "${NAPI_ARGS[@]}"
+  else
+    "$NAPI" build "$@" --output-dir "$OUT_DIR" --no-js --dts "$dts.build.d.ts" "${NAPI_ARGS[@]}"
+    rm -f "$OUT_DIR/$dts.build.d.ts"
+  fi
+}
+
+build binding.d.ts --js=napi-loader.js
+if [ "$TESTING" = 1 ]; then
+  build testing-binding.d.ts --no-js --manifest-path crates/simulator/Cargo.toml -c crates/simulator/napi.json
+fi
