@@ -6,6 +6,7 @@ use crate::simulator::{
     Delivery, Event, EventSink, InstanceEnv, InstanceKey, Simulator, DEFAULT_HELLO_TIMEOUT,
 };
 use ctl_migration_core::frames::WorkerFrame;
+use ctl_migration_core::FrameType;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
@@ -191,25 +192,25 @@ fn worker_frame(
         body.clone()
             .ok_or_else(|| format!("{frame_type} needs {what}"))
     };
-    Ok(match frame_type {
-        "get-state" => WorkerFrame::GetState { migration_id },
-        "initial-state" => WorkerFrame::InitialState {
+    Ok(match FrameType::parse(frame_type) {
+        Some(FrameType::GetState) => WorkerFrame::GetState { migration_id },
+        Some(FrameType::InitialState) => WorkerFrame::InitialState {
             payload: body("a payload")?,
             migration_id,
         },
-        "cutover-ready" => WorkerFrame::CutoverReady {
+        Some(FrameType::CutoverReady) => WorkerFrame::CutoverReady {
             payload: body("a payload")?,
             migration_id,
         },
-        "cutover-apply" => WorkerFrame::CutoverApply {
+        Some(FrameType::CutoverApply) => WorkerFrame::CutoverApply {
             payload: body("a payload")?,
             migration_id,
         },
-        "abort" => WorkerFrame::Abort {
+        Some(FrameType::Abort) => WorkerFrame::Abort {
             reason: body("a reason")?,
             migration_id,
         },
-        other => return Err(format!("the simulator does not send '{other}' frames")),
+        _ => return Err(format!("the simulator does not send '{frame_type}' frames")),
     })
 }
 

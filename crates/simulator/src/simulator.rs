@@ -9,10 +9,10 @@
 //! Instances: `/instances/<jobId>/<role>`, both url-encoded, each with its own token, issued the
 //! first time the caller asks for the instance's env. A path naming no issued instance is refused.
 
+use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{
     check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES,
 };
-use ctl_migration_core::protocol::{CLOSE_REPLACED, CLOSE_UNAUTHORIZED};
 use ctl_migration_runtime::runtime;
 use futures_util::{SinkExt, StreamExt};
 use std::collections::hash_map::RandomState;
@@ -39,15 +39,6 @@ mod faults;
 /// The simulator's runtime thread: its own, since it is another addon (at most 15 bytes, as
 /// Linux keeps them).
 const RUNTIME_THREAD: &str = "ctl-test-worker";
-
-/// A frame that breaks the protocol: unparseable, wrong side, wrong phase.
-pub const CLOSE_PROTOCOL_ERROR: u16 = 4400;
-/// A frame over the size cap.
-pub const CLOSE_FRAME_TOO_LARGE: u16 = 4413;
-const CLOSE_GOING_AWAY: u16 = 1001;
-/// What a peer sees when the connection ends without a close frame.
-const CLOSE_ABNORMAL: u16 = 1006;
-const CLOSE_NO_STATUS: u16 = 1005;
 
 /// The worker's default wait for a hello.
 pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -123,19 +114,19 @@ impl Rule {
     pub fn close_code(self) -> u16 {
         match self {
             Rule::UnknownInstance | Rule::HelloTimeout | Rule::NotHello | Rule::BadToken => {
-                CLOSE_UNAUTHORIZED
+                close_code::UNAUTHORIZED
             }
             Rule::InvalidFrame | Rule::BinaryFrame | Rule::UnexpectedAnswer | Rule::SecondHello => {
-                CLOSE_PROTOCOL_ERROR
+                close_code::PROTOCOL_ERROR
             }
-            Rule::FrameTooLarge => CLOSE_FRAME_TOO_LARGE,
+            Rule::FrameTooLarge => close_code::FRAME_TOO_LARGE,
         }
     }
 
     fn close_reason(self) -> &'static str {
         match self.close_code() {
-            CLOSE_UNAUTHORIZED => "unauthorized",
-            CLOSE_FRAME_TOO_LARGE => "frame too large",
+            close_code::UNAUTHORIZED => "unauthorized",
+            close_code::FRAME_TOO_LARGE => "frame too large",
             _ => "protocol error",
         }
     }
@@ -1044,22 +1035,22 @@ impl<S: EventSink> Connection<S> {
             }
             End::Replaced => {
                 let reason = "replaced by a newer connection";
-                close(ws, CLOSE_REPLACED, reason).await;
-                (CLOSE_REPLACED, reason.to_owned(), Closer::Worker)
+                close(ws, close_code::REPLACED, reason).await;
+                (close_code::REPLACED, reason.to_owned(), Closer::Worker)
             }
             End::Stopped(Stop::Close) => {
                 let reason = "worker closing";
-                close(ws, CLOSE_GOING_AWAY, reason).await;
-                (CLOSE_GOING_AWAY, reason.to_owned(), Closer::Worker)
+                close(ws, close_code::GOING_AWAY, reason).await;
+                (close_code::GOING_AWAY, reason.to_owned(), Closer::Worker)
             }
             // The socket is dropped when the task ends, with no close frame.
-            End::Stopped(Stop::Drop) => (CLOSE_ABNORMAL, String::new(), Closer::Worker),
+            End::Stopped(Stop::Drop) => (close_code::ABNORMAL, String::new(), Closer::Worker),
             End::ClosedByJob(code, reason) => {
                 // Tungstenite queued the close reply; send it so the job sees a clean close.
                 let _ = ws.flush().await;
                 (code, reason, Closer::Job)
             }
-            End::Gone => (CLOSE_ABNORMAL, String::new(), Closer::Job),
+            End::Gone => (close_code::ABNORMAL, String::new(), Closer::Job),
         };
         self.shared.emit(Event::Closed {
             connection: self.id,
@@ -1120,7 +1111,7 @@ async fn next_frame(ws: &mut Socket) -> Result<JobFrame, End> {
             Message::Close(frame) => {
                 return Err(match frame {
                     Some(f) => End::ClosedByJob(u16::from(f.code), f.reason.as_str().to_owned()),
-                    None => End::ClosedByJob(CLOSE_NO_STATUS, String::new()),
+                    None => End::ClosedByJob(close_code::NO_STATUS, String::new()),
                 })
             }
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
