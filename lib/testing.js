@@ -45,25 +45,26 @@ async function startTestWorker(opts) {
     for (const waiter of [...waiters]) waiter()
   })
 
+  // One event (a JsWorkerEvent, discriminated by `kind`) into the records.
   function record(e) {
     const base = { seq: ++seq, atMs: e.atMs, connection: e.connection, jobId: e.jobId, role: e.role }
     switch (e.kind) {
-      case 'connection':
+      case 'Connection':
         connections.push({ ...base, path: e.path })
         break
-      case 'frame':
+      case 'Frame':
         frames.push({ ...base, frame: JSON.parse(e.text) })
         break
-      case 'sent':
+      case 'Sent':
         sent.push({ ...base, frame: JSON.parse(e.text) })
         break
-      case 'violation':
+      case 'Violation':
         violations.push({ ...base, path: e.path, code: e.code, rule: e.rule, detail: e.detail })
         break
-      case 'close':
+      case 'Close':
         closes.push({ ...base, code: e.code, reason: e.reason, by: e.by })
         break
-      case 'done':
+      case 'Done':
         finished.set(e.ticket, e.error ?? null)
         break
     }

@@ -40,23 +40,13 @@ export interface JsInstanceEnv {
 }
 
 /**
- * One thing the simulator saw. `kind` is `connection`, `frame` (received and validated),
- * `sent`, `violation`, `close` or `done` (a restart, kill or close finished); the other fields
- * are set as the kind needs them. `text` is a frame's JSON.
+ * One thing the simulator saw, as the testing kit records it. `text` is a frame's JSON;
+ * `jobId` and `role` are the instance the connection's path names, when it names one.
  */
-export interface JsWorkerEvent {
-  kind: string
-  atMs: number
-  connection?: number
-  path?: string
-  jobId?: string
-  role?: string
-  text?: string
-  code?: number
-  reason?: string
-  by?: string
-  rule?: string
-  detail?: string
-  ticket?: number
-  error?: string
-}
+export type JsWorkerEvent =
+  | { kind: 'Connection'; atMs: number; connection: number; path: string; jobId?: string; role?: string }
+  | { kind: 'Frame'; atMs: number; connection: number; jobId: string; role: string; text: string }
+  | { kind: 'Sent'; atMs: number; connection: number; jobId: string; role: string; text: string }
+  | { kind: 'Violation'; atMs: number; connection: number; path: string; jobId?: string; role?: string; code: number; rule: string; detail: string }
+  | { kind: 'Close'; atMs: number; connection: number; jobId?: string; role?: string; code: number; reason: string; by: string }
+  | { kind: 'Done'; atMs: number; ticket: number; error?: string }
