@@ -289,8 +289,6 @@ class HandoverError extends Error {
 
 /** What a fault does; `drop-*` and `restart-worker` are the worker's, `kill-*` the caller's. */
 const FAULT_KINDS = ['drop-source', 'drop-target', 'restart-worker', 'kill-source', 'kill-target']
-/** The close code of a connection that ended without a close frame: its peer disappeared. */
-const CLOSE_ABNORMAL = 1006
 
 async function runHandover(opts) {
   const {
@@ -306,6 +304,8 @@ async function runHandover(opts) {
   } = opts ?? {}
   const kit = internals.get(worker)
   if (!kit) throw new TypeError('runHandover: `worker` must be a worker from startTestWorker()')
+  // A participant whose connection closed with this (no close frame) is waited for.
+  const { CLOSE_ABNORMAL } = testingAddon()
   if (typeof target !== 'function') {
     throw new TypeError('runHandover: `target` must be a function that starts the target product with the env it is given')
   }

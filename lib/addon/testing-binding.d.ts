@@ -27,6 +27,12 @@ export declare class TestWorkerHandle {
   close(): number
 }
 
+/**
+ * The close code of a connection that ended without a close frame: its peer disappeared, and
+ * `runHandover` waits for it to come back.
+ */
+export declare const CLOSE_ABNORMAL: number
+
 /** Where a frame went: the instance and the connection it was queued on. */
 export interface JsDelivery {
   connection: number

@@ -6,6 +6,7 @@ use crate::event::{Event, EventSink};
 use crate::instances::InstanceKey;
 use crate::simulator::{InstanceEnv, Simulator};
 use crate::worker::{Delivery, DEFAULT_HELLO_TIMEOUT};
+use ctl_migration_core::close_code;
 use ctl_migration_core::frames::WorkerFrame;
 use ctl_migration_core::FrameType;
 use napi::bindgen_prelude::*;
@@ -68,6 +69,11 @@ pub enum JsWorkerEvent {
         error: Option<String>,
     },
 }
+
+/// The close code of a connection that ended without a close frame: its peer disappeared, and
+/// `runHandover` waits for it to come back.
+#[napi]
+pub const CLOSE_ABNORMAL: u32 = close_code::ABNORMAL as u32;
 
 #[napi(object)]
 pub struct JsInstanceEnv {

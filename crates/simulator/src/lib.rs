@@ -11,12 +11,12 @@
 //! - `server`: the I/O: the listener's lifecycle, the accept loop, a task per connection
 //!   (tokio-tungstenite) carrying out the worker's orders.
 //! - [`simulator`]: the handle the binding holds.
-//! - `binding`: the Node-API class the testing kit (`lib/testing.js`) wraps.
+//! - [`binding`]: the Node-API class the testing kit (`lib/testing.js`) wraps.
 
+pub mod binding;
 pub mod event;
 pub mod instances;
 pub mod simulator;
 pub mod worker;
 
-mod binding;
 mod server;

@@ -1,7 +1,7 @@
 //! The handle the binding holds: starts the server on the addon's runtime thread and turns the
 //! caller's requests (an instance's env, a frame to send, a fault, a restart) into the worker's
 //! decisions, carried out by the server. See [`crate::worker`] for the rules and
-//! [`crate::server`] for the I/O.
+//! `server` for the I/O.
 
 use crate::event::EventSink;
 use crate::instances::InstanceKey;
