@@ -20,8 +20,9 @@
 use crate::event::{Closer, Event, Rule};
 use crate::instances::{parse_instance_path, InstanceKey, Registry, Target};
 use ctl_migration_core::close_code;
-use ctl_migration_core::frames::MAX_FRAME_BYTES;
-use ctl_migration_core::frames::{check_json, parse_job_frame, JobFrame, WorkerFrame};
+use ctl_migration_core::frames::{
+    check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES,
+};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -196,14 +197,10 @@ impl Worker {
         to: Option<InstanceKey>,
     ) -> Result<Vec<Delivery>, String> {
         check_outgoing(&frame)?;
-        let (WorkerFrame::GetState { migration_id }
-        | WorkerFrame::InitialState { migration_id, .. }
-        | WorkerFrame::CutoverReady { migration_id, .. }
-        | WorkerFrame::CutoverApply { migration_id, .. }
-        | WorkerFrame::Abort { migration_id, .. }) = &frame
-        else {
+        if let WorkerFrame::HelloAck { .. } = frame {
             return Err("the simulator sends hello-ack itself".to_owned());
-        };
+        }
+        let migration_id = frame.migration_id().unwrap_or_default().to_owned();
         let recipients = match to {
             Some(instance) => vec![instance],
             None => self.registry.recipients(&frame)?,
@@ -242,19 +239,14 @@ impl Worker {
                 unreachable.join(" and ")
             ));
         }
-        match &frame {
-            WorkerFrame::Abort { .. } => {
-                for delivery in &delivered {
-                    self.registry.end_target(&delivery.instance);
-                }
-            }
-            WorkerFrame::GetState { .. } => {
-                if let Some(first) = delivered.first() {
-                    self.registry
-                        .set_source(migration_id, first.instance.clone());
-                }
-            }
-            _ => {}
+        if let WorkerFrame::Abort { .. } = frame {
+            delivered
+                .iter()
+                .for_each(|d| self.registry.end_target(&d.instance));
+        }
+        if let (WorkerFrame::GetState { .. }, Some(first)) = (&frame, delivered.first()) {
+            self.registry
+                .set_source(&migration_id, first.instance.clone());
         }
         Ok(delivered)
     }
