@@ -45,25 +45,26 @@ async function startTestWorker(opts) {
     for (const waiter of [...waiters]) waiter()
   })
 
+  // One event (a JsWorkerEvent, discriminated by `kind`) into the records.
   function record(e) {
     const base = { seq: ++seq, atMs: e.atMs, connection: e.connection, jobId: e.jobId, role: e.role }
     switch (e.kind) {
-      case 'connection':
+      case 'Connection':
         connections.push({ ...base, path: e.path })
         break
-      case 'frame':
+      case 'Frame':
         frames.push({ ...base, frame: JSON.parse(e.text) })
         break
-      case 'sent':
+      case 'Sent':
         sent.push({ ...base, frame: JSON.parse(e.text) })
         break
-      case 'violation':
+      case 'Violation':
         violations.push({ ...base, path: e.path, code: e.code, rule: e.rule, detail: e.detail })
         break
-      case 'close':
+      case 'Close':
         closes.push({ ...base, code: e.code, reason: e.reason, by: e.by })
         break
-      case 'done':
+      case 'Done':
         finished.set(e.ticket, e.error ?? null)
         break
     }
@@ -288,8 +289,6 @@ class HandoverError extends Error {
 
 /** What a fault does; `drop-*` and `restart-worker` are the worker's, `kill-*` the caller's. */
 const FAULT_KINDS = ['drop-source', 'drop-target', 'restart-worker', 'kill-source', 'kill-target']
-/** The close code of a connection that ended without a close frame: its peer disappeared. */
-const CLOSE_ABNORMAL = 1006
 
 async function runHandover(opts) {
   const {
@@ -305,6 +304,8 @@ async function runHandover(opts) {
   } = opts ?? {}
   const kit = internals.get(worker)
   if (!kit) throw new TypeError('runHandover: `worker` must be a worker from startTestWorker()')
+  // A participant whose connection closed with this (no close frame) is waited for.
+  const { CLOSE_ABNORMAL } = testingAddon()
   if (typeof target !== 'function') {
     throw new TypeError('runHandover: `target` must be a function that starts the target product with the env it is given')
   }

@@ -27,6 +27,12 @@ export declare class TestWorkerHandle {
   close(): number
 }
 
+/**
+ * The close code of a connection that ended without a close frame: its peer disappeared, and
+ * `runHandover` waits for it to come back.
+ */
+export declare const CLOSE_ABNORMAL: number
+
 /** Where a frame went: the instance and the connection it was queued on. */
 export interface JsDelivery {
   connection: number
@@ -40,23 +46,13 @@ export interface JsInstanceEnv {
 }
 
 /**
- * One thing the simulator saw. `kind` is `connection`, `frame` (received and validated),
- * `sent`, `violation`, `close` or `done` (a restart, kill or close finished); the other fields
- * are set as the kind needs them. `text` is a frame's JSON.
+ * One thing the simulator saw, as the testing kit records it. `text` is a frame's JSON;
+ * `jobId` and `role` are the instance the connection's path names, when it names one.
  */
-export interface JsWorkerEvent {
-  kind: string
-  atMs: number
-  connection?: number
-  path?: string
-  jobId?: string
-  role?: string
-  text?: string
-  code?: number
-  reason?: string
-  by?: string
-  rule?: string
-  detail?: string
-  ticket?: number
-  error?: string
-}
+export type JsWorkerEvent =
+  | { kind: 'Connection'; atMs: number; connection: number; path: string; jobId?: string; role?: string }
+  | { kind: 'Frame'; atMs: number; connection: number; jobId: string; role: string; text: string }
+  | { kind: 'Sent'; atMs: number; connection: number; jobId: string; role: string; text: string }
+  | { kind: 'Violation'; atMs: number; connection: number; path: string; jobId?: string; role?: string; code: number; rule: string; detail: string }
+  | { kind: 'Close'; atMs: number; connection: number; jobId?: string; role?: string; code: number; reason: string; by: string }
+  | { kind: 'Done'; atMs: number; ticket: number; error?: string }

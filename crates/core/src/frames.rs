@@ -4,6 +4,7 @@
 //! ignored, and a `payload` must be present and be JSON with finite numbers. Payloads stay as raw
 //! JSON text so they cross into JavaScript as a string for `JSON.parse`, never as a tree.
 
+use crate::frame_type::FrameType;
 use crate::json::{self, Invalid, Scanner};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -40,15 +41,19 @@ pub enum WorkerFrame {
 }
 
 impl WorkerFrame {
-    pub fn type_name(&self) -> &'static str {
+    pub fn frame_type(&self) -> FrameType {
         match self {
-            WorkerFrame::HelloAck { .. } => "hello-ack",
-            WorkerFrame::GetState { .. } => "get-state",
-            WorkerFrame::InitialState { .. } => "initial-state",
-            WorkerFrame::CutoverReady { .. } => "cutover-ready",
-            WorkerFrame::CutoverApply { .. } => "cutover-apply",
-            WorkerFrame::Abort { .. } => "abort",
+            WorkerFrame::HelloAck { .. } => FrameType::HelloAck,
+            WorkerFrame::GetState { .. } => FrameType::GetState,
+            WorkerFrame::InitialState { .. } => FrameType::InitialState,
+            WorkerFrame::CutoverReady { .. } => FrameType::CutoverReady,
+            WorkerFrame::CutoverApply { .. } => FrameType::CutoverApply,
+            WorkerFrame::Abort { .. } => FrameType::Abort,
         }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        self.frame_type().as_str()
     }
 
     /// The migration the frame names: a hello-ack's target migration, every other frame's
@@ -132,16 +137,20 @@ pub enum JobFrame {
 }
 
 impl JobFrame {
-    pub fn type_name(&self) -> &'static str {
+    pub fn frame_type(&self) -> FrameType {
         match self {
-            JobFrame::Hello { .. } => "hello",
-            JobFrame::State { .. } => "state",
-            JobFrame::StateRefused { .. } => "state-refused",
-            JobFrame::TargetReady { .. } => "target-ready",
-            JobFrame::SourceStoppedOutput { .. } => "source-stopped-output",
-            JobFrame::TargetApplied(_) => "target-applied",
-            JobFrame::Abort { .. } => "abort",
+            JobFrame::Hello { .. } => FrameType::Hello,
+            JobFrame::State { .. } => FrameType::State,
+            JobFrame::StateRefused { .. } => FrameType::StateRefused,
+            JobFrame::TargetReady { .. } => FrameType::TargetReady,
+            JobFrame::SourceStoppedOutput { .. } => FrameType::SourceStoppedOutput,
+            JobFrame::TargetApplied(_) => FrameType::TargetApplied,
+            JobFrame::Abort { .. } => FrameType::Abort,
         }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        self.frame_type().as_str()
     }
 
     /// The frame as it goes on the wire, keys in the order the JavaScript client writes them.
@@ -226,36 +235,37 @@ fn js_number(n: f64) -> String {
 /// Parses a frame from the worker. The error is a sentence for a log line.
 pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_ref() {
-        "hello-ack" => WorkerFrame::HelloAck {
+    let type_name = fields.type_name()?;
+    let frame = match FrameType::parse(&type_name) {
+        Some(FrameType::HelloAck) => WorkerFrame::HelloAck {
             migration: match fields.get("migration") {
                 None => None,
                 Some(raw) => Some(parse_migration(raw)?),
             },
         },
-        "get-state" => WorkerFrame::GetState {
+        Some(FrameType::GetState) => WorkerFrame::GetState {
             migration_id: fields.string("migrationId")?,
         },
-        "initial-state" => WorkerFrame::InitialState {
-            migration_id: fields.string("migrationId")?,
-            payload: fields.payload()?,
-        },
-        "cutover-ready" => WorkerFrame::CutoverReady {
+        Some(FrameType::InitialState) => WorkerFrame::InitialState {
             migration_id: fields.string("migrationId")?,
             payload: fields.payload()?,
         },
-        "cutover-apply" => WorkerFrame::CutoverApply {
+        Some(FrameType::CutoverReady) => WorkerFrame::CutoverReady {
             migration_id: fields.string("migrationId")?,
             payload: fields.payload()?,
         },
-        "abort" => WorkerFrame::Abort {
+        Some(FrameType::CutoverApply) => WorkerFrame::CutoverApply {
+            migration_id: fields.string("migrationId")?,
+            payload: fields.payload()?,
+        },
+        Some(FrameType::Abort) => WorkerFrame::Abort {
             migration_id: fields.string("migrationId")?,
             reason: fields.string("reason")?,
         },
-        other => {
+        _ => {
             return Err(format!(
                 "invalid frame: unknown type {}",
-                json_string(other)
+                json_string(&type_name)
             ))
         }
     };
@@ -265,23 +275,24 @@ pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
 /// Parses a frame from a job (what the worker, and so the simulator, accepts).
 pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_ref() {
-        "hello" => JobFrame::Hello {
+    let type_name = fields.type_name()?;
+    let frame = match FrameType::parse(&type_name) {
+        Some(FrameType::Hello) => JobFrame::Hello {
             token: fields.string("token")?,
         },
-        "state" => JobFrame::State {
+        Some(FrameType::State) => JobFrame::State {
             payload: fields.payload()?,
         },
-        "state-refused" => JobFrame::StateRefused {
+        Some(FrameType::StateRefused) => JobFrame::StateRefused {
             reason: fields.string("reason")?,
         },
-        "target-ready" => JobFrame::TargetReady {
+        Some(FrameType::TargetReady) => JobFrame::TargetReady {
             payload: fields.payload()?,
         },
-        "source-stopped-output" => JobFrame::SourceStoppedOutput {
+        Some(FrameType::SourceStoppedOutput) => JobFrame::SourceStoppedOutput {
             payload: fields.payload()?,
         },
-        "target-applied" => JobFrame::TargetApplied(AppliedSummary {
+        Some(FrameType::TargetApplied) => JobFrame::TargetApplied(AppliedSummary {
             applied: fields.optional("applied", |raw| {
                 serde_json::from_str::<Vec<String>>(raw)
                     .map_err(|_| "'applied' must be an array of strings".to_owned())
@@ -292,13 +303,13 @@ pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
                     .map_err(|_| "'skewMs' must be a finite number".to_owned())
             })?,
         }),
-        "abort" => JobFrame::Abort {
+        Some(FrameType::Abort) => JobFrame::Abort {
             reason: fields.string("reason")?,
         },
-        other => {
+        _ => {
             return Err(format!(
                 "invalid frame: unknown type {}",
-                json_string(other)
+                json_string(&type_name)
             ))
         }
     };

@@ -2,35 +2,78 @@
 //! kit (`lib/testing.js`) wraps. Everything the simulator sees reaches JavaScript through one
 //! threadsafe function, in order; it is released when the simulator closes.
 
-use crate::simulator::{
-    Delivery, Event, EventSink, InstanceEnv, InstanceKey, Simulator, DEFAULT_HELLO_TIMEOUT,
-};
+use crate::event::{Event, EventSink};
+use crate::instances::InstanceKey;
+use crate::simulator::{InstanceEnv, Simulator};
+use crate::worker::{Delivery, DEFAULT_HELLO_TIMEOUT};
+use ctl_migration_core::close_code;
 use ctl_migration_core::frames::WorkerFrame;
+use ctl_migration_core::FrameType;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use std::time::Duration;
 
-/// One thing the simulator saw. `kind` is `connection`, `frame` (received and validated),
-/// `sent`, `violation`, `close` or `done` (a restart, kill or close finished); the other fields
-/// are set as the kind needs them. `text` is a frame's JSON.
-#[napi(object)]
-pub struct JsWorkerEvent {
-    pub kind: String,
-    pub at_ms: f64,
-    pub connection: Option<u32>,
-    pub path: Option<String>,
-    pub job_id: Option<String>,
-    pub role: Option<String>,
-    pub text: Option<String>,
-    pub code: Option<u32>,
-    pub reason: Option<String>,
-    pub by: Option<String>,
-    pub rule: Option<String>,
-    pub detail: Option<String>,
-    pub ticket: Option<u32>,
-    pub error: Option<String>,
+/// One thing the simulator saw, as the testing kit records it. `text` is a frame's JSON;
+/// `jobId` and `role` are the instance the connection's path names, when it names one.
+#[napi(discriminant = "kind")]
+pub enum JsWorkerEvent {
+    /// A WebSocket upgrade completed.
+    Connection {
+        at_ms: f64,
+        connection: u32,
+        path: String,
+        job_id: Option<String>,
+        role: Option<String>,
+    },
+    /// A frame from a job, accepted (schema-valid and in phase).
+    Frame {
+        at_ms: f64,
+        connection: u32,
+        job_id: String,
+        role: String,
+        text: String,
+    },
+    Sent {
+        at_ms: f64,
+        connection: u32,
+        job_id: String,
+        role: String,
+        text: String,
+    },
+    /// A job broke a rule; a `Close` with `code` follows.
+    Violation {
+        at_ms: f64,
+        connection: u32,
+        path: String,
+        job_id: Option<String>,
+        role: Option<String>,
+        code: u32,
+        rule: String,
+        detail: String,
+    },
+    /// `by` is `worker` or `job`.
+    Close {
+        at_ms: f64,
+        connection: u32,
+        job_id: Option<String>,
+        role: Option<String>,
+        code: u32,
+        reason: String,
+        by: String,
+    },
+    /// A restart, kill or close finished.
+    Done {
+        at_ms: f64,
+        ticket: u32,
+        error: Option<String>,
+    },
 }
+
+/// The close code of a connection that ended without a close frame: its peer disappeared, and
+/// `runHandover` waits for it to come back.
+#[napi]
+pub const CLOSE_ABNORMAL: u32 = close_code::ABNORMAL as u32;
 
 #[napi(object)]
 pub struct JsInstanceEnv {
@@ -191,25 +234,25 @@ fn worker_frame(
         body.clone()
             .ok_or_else(|| format!("{frame_type} needs {what}"))
     };
-    Ok(match frame_type {
-        "get-state" => WorkerFrame::GetState { migration_id },
-        "initial-state" => WorkerFrame::InitialState {
+    Ok(match FrameType::parse(frame_type) {
+        Some(FrameType::GetState) => WorkerFrame::GetState { migration_id },
+        Some(FrameType::InitialState) => WorkerFrame::InitialState {
             payload: body("a payload")?,
             migration_id,
         },
-        "cutover-ready" => WorkerFrame::CutoverReady {
+        Some(FrameType::CutoverReady) => WorkerFrame::CutoverReady {
             payload: body("a payload")?,
             migration_id,
         },
-        "cutover-apply" => WorkerFrame::CutoverApply {
+        Some(FrameType::CutoverApply) => WorkerFrame::CutoverApply {
             payload: body("a payload")?,
             migration_id,
         },
-        "abort" => WorkerFrame::Abort {
+        Some(FrameType::Abort) => WorkerFrame::Abort {
             reason: body("a reason")?,
             migration_id,
         },
-        other => return Err(format!("the simulator does not send '{other}' frames")),
+        _ => return Err(format!("the simulator does not send '{frame_type}' frames")),
     })
 }
 
@@ -229,21 +272,9 @@ fn to_js_delivery(delivery: Delivery) -> JsDelivery {
 }
 
 fn to_js(at_ms: f64, event: Event) -> JsWorkerEvent {
-    let mut js = JsWorkerEvent {
-        kind: String::new(),
-        at_ms,
-        connection: None,
-        path: None,
-        job_id: None,
-        role: None,
-        text: None,
-        code: None,
-        reason: None,
-        by: None,
-        rule: None,
-        detail: None,
-        ticket: None,
-        error: None,
+    let names = |instance: Option<InstanceKey>| match instance {
+        Some(InstanceKey { job_id, role }) => (Some(job_id), Some(role)),
+        None => (None, None),
     };
     match event {
         Event::Connected {
@@ -251,31 +282,37 @@ fn to_js(at_ms: f64, event: Event) -> JsWorkerEvent {
             path,
             instance,
         } => {
-            js.kind = "connection".into();
-            js.connection = Some(connection);
-            js.path = Some(path);
-            set_instance(&mut js, instance);
+            let (job_id, role) = names(instance);
+            JsWorkerEvent::Connection {
+                at_ms,
+                connection,
+                path,
+                job_id,
+                role,
+            }
         }
         Event::Received {
             connection,
             instance,
             frame,
-        } => {
-            js.kind = "frame".into();
-            js.connection = Some(connection);
-            js.text = Some(frame.to_text());
-            set_instance(&mut js, Some(instance));
-        }
+        } => JsWorkerEvent::Frame {
+            at_ms,
+            connection,
+            job_id: instance.job_id,
+            role: instance.role,
+            text: frame.to_text(),
+        },
         Event::Sent {
             connection,
             instance,
             frame,
-        } => {
-            js.kind = "sent".into();
-            js.connection = Some(connection);
-            js.text = Some(frame.to_text());
-            set_instance(&mut js, Some(instance));
-        }
+        } => JsWorkerEvent::Sent {
+            at_ms,
+            connection,
+            job_id: instance.job_id,
+            role: instance.role,
+            text: frame.to_text(),
+        },
         Event::Violation {
             connection,
             path,
@@ -283,13 +320,17 @@ fn to_js(at_ms: f64, event: Event) -> JsWorkerEvent {
             rule,
             detail,
         } => {
-            js.kind = "violation".into();
-            js.connection = Some(connection);
-            js.path = Some(path);
-            js.code = Some(u32::from(rule.close_code()));
-            js.rule = Some(rule.name().into());
-            js.detail = Some(detail);
-            set_instance(&mut js, instance);
+            let (job_id, role) = names(instance);
+            JsWorkerEvent::Violation {
+                at_ms,
+                connection,
+                path,
+                job_id,
+                role,
+                code: u32::from(rule.close_code()),
+                rule: rule.name().to_owned(),
+                detail,
+            }
         }
         Event::Closed {
             connection,
@@ -298,25 +339,21 @@ fn to_js(at_ms: f64, event: Event) -> JsWorkerEvent {
             reason,
             by,
         } => {
-            js.kind = "close".into();
-            js.connection = Some(connection);
-            js.code = Some(u32::from(code));
-            js.reason = Some(reason);
-            js.by = Some(by.as_str().into());
-            set_instance(&mut js, instance);
+            let (job_id, role) = names(instance);
+            JsWorkerEvent::Close {
+                at_ms,
+                connection,
+                job_id,
+                role,
+                code: u32::from(code),
+                reason,
+                by: by.as_str().to_owned(),
+            }
         }
-        Event::Done { ticket, error } => {
-            js.kind = "done".into();
-            js.ticket = Some(ticket);
-            js.error = error;
-        }
-    }
-    js
-}
-
-fn set_instance(js: &mut JsWorkerEvent, instance: Option<InstanceKey>) {
-    if let Some(instance) = instance {
-        js.job_id = Some(instance.job_id);
-        js.role = Some(instance.role);
+        Event::Done { ticket, error } => JsWorkerEvent::Done {
+            at_ms,
+            ticket,
+            error,
+        },
     }
 }

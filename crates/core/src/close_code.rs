@@ -1,0 +1,20 @@
+//! The close codes of the job socket: the worker's own (44xx, after HTTP's statuses) and the
+//! standard ones the two ends use or report. A code is a plain `u16`, as a close frame carries
+//! it, so a code neither end names here still passes through unchanged.
+
+/// A clean close: the job's `close()`.
+pub const NORMAL: u16 = 1000;
+/// The worker is shutting down.
+pub const GOING_AWAY: u16 = 1001;
+/// A close frame that carried no code (never sent on the wire).
+pub const NO_STATUS: u16 = 1005;
+/// A connection lost without a close frame (never sent on the wire).
+pub const ABNORMAL: u16 = 1006;
+/// A frame that breaks the protocol: unparseable, binary, wrong phase, a second hello.
+pub const PROTOCOL_ERROR: u16 = 4400;
+/// A missing or wrong token, no hello in time, or a path naming no instance.
+pub const UNAUTHORIZED: u16 = 4401;
+/// A newer connection for the same instance authenticated; the older one must not come back.
+pub const REPLACED: u16 = 4409;
+/// A frame over the size cap.
+pub const FRAME_TOO_LARGE: u16 = 4413;

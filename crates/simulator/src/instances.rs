@@ -1,0 +1,379 @@
+//! The simulator's instances and their tokens: the path a job connects on
+//! (`/instances/<jobId>/<role>`, both url-encoded, read as the schema's `parseJobSocketPath`
+//! reads it), the token issued to each instance the first time the caller asks for its env, the
+//! migration a target was launched for, and who takes part in each migration (the source its
+//! get-state went to, the target launched for it), so a frame for a migration finds its
+//! recipients. No connection state: which connection is current is the worker's
+//! ([`crate::worker`]).
+
+use ctl_migration_core::frames::WorkerFrame;
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+
+/// One instance of a job: the path it connects on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InstanceKey {
+    pub job_id: String,
+    pub role: String,
+}
+
+impl fmt::Display for InstanceKey {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}/{}", self.job_id, self.role)
+    }
+}
+
+impl InstanceKey {
+    pub fn check(&self) -> Result<(), String> {
+        if self.job_id.is_empty() || self.role.is_empty() {
+            return Err("an instance needs a non-empty jobId and role".to_owned());
+        }
+        Ok(())
+    }
+
+    /// Where the instance connects, on a simulator listening at `port`.
+    pub fn url(&self, port: u16) -> String {
+        format!(
+            "ws://127.0.0.1:{port}/instances/{}/{}",
+            encode_uri_component(&self.job_id),
+            encode_uri_component(&self.role)
+        )
+    }
+}
+
+/// The migration a target was launched for: its hello-ack names it, and the initial state
+/// (JSON), when there is one, follows every hello-ack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub migration_id: String,
+    pub initial_state: Option<String>,
+}
+
+struct Instance {
+    token: String,
+    target_of: Option<Target>,
+}
+
+#[derive(Default)]
+struct Participants {
+    source: Option<InstanceKey>,
+    target: Option<InstanceKey>,
+}
+
+/// Every instance issued, and every migration's participants.
+#[derive(Default)]
+pub struct Registry {
+    instances: HashMap<InstanceKey, Instance>,
+    migrations: HashMap<String, Participants>,
+}
+
+impl Registry {
+    /// The instance's token, issued the first time it is asked for.
+    pub fn issue(&mut self, instance: &InstanceKey) -> String {
+        self.entry(instance).token.clone()
+    }
+
+    /// Issues the instance (if new) as the target of `target.migration_id`; returns its token.
+    pub fn launch_target(&mut self, instance: &InstanceKey, target: Target) -> String {
+        let migration_id = target.migration_id.clone();
+        let launched = self.entry(instance);
+        launched.target_of = Some(target);
+        let token = launched.token.clone();
+        self.migrations.entry(migration_id).or_default().target = Some(instance.clone());
+        token
+    }
+
+    pub fn knows(&self, instance: &InstanceKey) -> bool {
+        self.instances.contains_key(instance)
+    }
+
+    /// True when `token` is the one issued for `instance`.
+    pub fn admits(&self, instance: &InstanceKey, token: &str) -> bool {
+        self.instances
+            .get(instance)
+            .is_some_and(|known| known.token == token)
+    }
+
+    pub fn target_of(&self, instance: &InstanceKey) -> Option<&Target> {
+        self.instances.get(instance)?.target_of.as_ref()
+    }
+
+    /// The instance's migration is over (it applied, or it was aborted): its hello-ack no
+    /// longer names it as a target, and no initial state follows, as with the worker.
+    pub fn end_target(&mut self, instance: &InstanceKey) {
+        if let Some(known) = self.instances.get_mut(instance) {
+            known.target_of = None;
+        }
+    }
+
+    /// The instance a migration's get-state went to: its `cutover-ready` goes there.
+    pub fn set_source(&mut self, migration_id: &str, instance: InstanceKey) {
+        let participants = self.migrations.entry(migration_id.to_owned()).or_default();
+        participants.source = Some(instance);
+    }
+
+    /// Who a frame for a migration goes to when the caller names no instance: `initial-state`
+    /// and `cutover-apply` to the target, `cutover-ready` to the source, `abort` to both.
+    pub fn recipients(&self, frame: &WorkerFrame) -> Result<Vec<InstanceKey>, String> {
+        let type_name = frame.type_name();
+        let migration_id = frame.migration_id().unwrap_or_default();
+        let participants = self.migrations.get(migration_id);
+        let source = participants.and_then(|p| p.source.clone());
+        let target = participants.and_then(|p| p.target.clone());
+        let (found, missing): (Vec<_>, _) = match frame {
+            WorkerFrame::HelloAck { .. } | WorkerFrame::GetState { .. } => {
+                return Err(format!(
+                    "{type_name} for {migration_id}: name the instance to propose to"
+                ))
+            }
+            WorkerFrame::CutoverReady { .. } => (
+                source.into_iter().collect(),
+                "no source (no get-state was sent for it)",
+            ),
+            WorkerFrame::InitialState { .. } | WorkerFrame::CutoverApply { .. } => (
+                target.into_iter().collect(),
+                "no target (none was launched for it)",
+            ),
+            WorkerFrame::Abort { .. } => (
+                source.into_iter().chain(target).collect(),
+                "no participants (no get-state was sent and no target launched for it)",
+            ),
+        };
+        if found.is_empty() {
+            return Err(format!(
+                "{type_name} for {migration_id}: the migration has {missing}"
+            ));
+        }
+        Ok(found)
+    }
+
+    fn entry(&mut self, instance: &InstanceKey) -> &mut Instance {
+        self.instances
+            .entry(instance.clone())
+            .or_insert_with(|| Instance {
+                token: new_token(),
+                target_of: None,
+            })
+    }
+}
+
+/// A fresh token: 128 bits from the standard library's per-process random hasher keys.
+fn new_token() -> String {
+    let half = || {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u64(0x6e6f_72736b);
+        hasher.finish()
+    };
+    format!("{:016x}{:016x}", half(), half())
+}
+
+/// `encodeURIComponent`.
+pub fn encode_uri_component(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `decodeURIComponent`, or `None` where it would throw.
+fn decode_uri_component(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The instance a request path names, as the schema's `parseJobSocketPath` reads it:
+/// `/instances/<jobId>/<role>`, an optional trailing slash, the query ignored.
+pub fn parse_instance_path(path: &str) -> Option<InstanceKey> {
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let rest = path.strip_prefix("/instances/")?;
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let (job_id, role) = rest.split_once('/')?;
+    if job_id.is_empty() || role.is_empty() || role.contains('/') {
+        return None;
+    }
+    Some(InstanceKey {
+        job_id: decode_uri_component(job_id)?,
+        role: decode_uri_component(role)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(job_id: &str, role: &str) -> InstanceKey {
+        InstanceKey {
+            job_id: job_id.into(),
+            role: role.into(),
+        }
+    }
+
+    fn frame(type_name: &str, migration_id: &str) -> WorkerFrame {
+        let migration_id = migration_id.to_owned();
+        let payload = "null".to_owned();
+        match type_name {
+            "get-state" => WorkerFrame::GetState { migration_id },
+            "initial-state" => WorkerFrame::InitialState {
+                migration_id,
+                payload,
+            },
+            "cutover-ready" => WorkerFrame::CutoverReady {
+                migration_id,
+                payload,
+            },
+            "cutover-apply" => WorkerFrame::CutoverApply {
+                migration_id,
+                payload,
+            },
+            _ => WorkerFrame::Abort {
+                migration_id,
+                reason: "r".to_owned(),
+            },
+        }
+    }
+
+    #[test]
+    fn reads_instance_paths_as_the_schema_does() {
+        let cases = [
+            ("/instances/j/r", Some(key("j", "r"))),
+            ("/instances/j/r/", Some(key("j", "r"))),
+            ("/instances/j/r?x=1", Some(key("j", "r"))),
+            ("/instances/j/r#x", Some(key("j", "r"))),
+            ("/instances/a%2Fb/r%20s", Some(key("a/b", "r s"))),
+            ("/instances/%E2%9C%93/r", Some(key("✓", "r"))),
+            ("/instances/j", None),
+            ("/instances//r", None),
+            ("/instances/j/r/x", None),
+            ("/instance/j/r", None),
+            ("/instances/%ZZ/r", None),
+            ("/instances/%FF/r", None),
+            ("/instances/%E2%9C/r", None),
+            ("/instances/%4/r", None),
+            ("/", None),
+            ("", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(parse_instance_path(path), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn encodes_as_encode_uri_component_does() {
+        assert_eq!(encode_uri_component("a b/c?✓"), "a%20b%2Fc%3F%E2%9C%93");
+        assert_eq!(encode_uri_component("A-z_0.!~*'()"), "A-z_0.!~*'()");
+        let odd = key("job/1 ✓", "role%x");
+        let url = odd.url(1234);
+        let path = url.strip_prefix("ws://127.0.0.1:1234").unwrap();
+        assert_eq!(parse_instance_path(path), Some(odd));
+    }
+
+    #[test]
+    fn an_instance_needs_both_names() {
+        assert!(key("j", "r").check().is_ok());
+        for (job_id, role) in [("", "r"), ("j", ""), ("", "")] {
+            assert_eq!(
+                key(job_id, role).check(),
+                Err("an instance needs a non-empty jobId and role".to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn a_token_is_issued_once_per_instance() {
+        let mut registry = Registry::default();
+        let a = registry.issue(&key("j", "a"));
+        let b = registry.issue(&key("j", "b"));
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+        assert_eq!(registry.issue(&key("j", "a")), a);
+        assert_eq!(registry.launch_target(&key("j", "a"), target("m", None)), a);
+        assert!(registry.admits(&key("j", "a"), &a));
+        assert!(!registry.admits(&key("j", "a"), &b));
+        assert!(!registry.admits(&key("j", "c"), &a));
+        assert!(registry.knows(&key("j", "b")));
+        assert!(!registry.knows(&key("j", "c")));
+    }
+
+    fn target(migration_id: &str, initial_state: Option<&str>) -> Target {
+        Target {
+            migration_id: migration_id.to_owned(),
+            initial_state: initial_state.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_target_is_one_until_its_migration_ends() {
+        let mut registry = Registry::default();
+        let t = key("j", "t");
+        registry.launch_target(&t, target("m", Some("{}")));
+        assert_eq!(registry.target_of(&t), Some(&target("m", Some("{}"))));
+        registry.end_target(&t);
+        assert_eq!(registry.target_of(&t), None);
+        registry.end_target(&key("j", "unknown"));
+    }
+
+    #[test]
+    fn a_frame_for_a_migration_finds_its_participants() {
+        let (s, t) = (key("j", "s"), key("j", "t"));
+        let mut registry = Registry::default();
+        registry.issue(&s);
+        registry.set_source("m", s.clone());
+        registry.launch_target(&t, target("m", None));
+        registry.launch_target(&key("j", "only-target"), target("n", None));
+        type Recipients = Result<Vec<InstanceKey>, &'static str>;
+        let cases: [(&str, &str, Recipients); 9] = [
+            ("cutover-ready", "m", Ok(vec![s.clone()])),
+            ("initial-state", "m", Ok(vec![t.clone()])),
+            ("cutover-apply", "m", Ok(vec![t.clone()])),
+            ("abort", "m", Ok(vec![s.clone(), t.clone()])),
+            ("abort", "n", Ok(vec![key("j", "only-target")])),
+            (
+                "get-state",
+                "m",
+                Err("get-state for m: name the instance to propose to"),
+            ),
+            (
+                "cutover-ready",
+                "n",
+                Err("cutover-ready for n: the migration has no source (no get-state was sent for it)"),
+            ),
+            (
+                "cutover-apply",
+                "x",
+                Err("cutover-apply for x: the migration has no target (none was launched for it)"),
+            ),
+            (
+                "abort",
+                "x",
+                Err("abort for x: the migration has no participants (no get-state was sent and no target launched for it)"),
+            ),
+        ];
+        for (type_name, migration_id, want) in cases {
+            let got = registry.recipients(&frame(type_name, migration_id));
+            assert_eq!(
+                got,
+                want.map_err(str::to_owned),
+                "{type_name} {migration_id}"
+            );
+        }
+    }
+}

@@ -1,0 +1,601 @@
+//! The worker's rules, as a state machine with no I/O and no clock of its own: the server feeds
+//! it what happened on each connection ([`Worker::open`], [`Worker::receive`],
+//! [`Worker::handle_timeout`] with the time, [`Worker::sent`], [`Worker::finished`]) and what
+//! the caller asks ([`Worker::send`], [`Worker::drop_connection`], [`Worker::stop`]), and carries
+//! out the [`Action`]s it queues: an [`Order`] for a connection's task, or an [`Event`] to report.
+//!
+//! A connection is first awaiting its hello (the path must name an issued instance, the first
+//! frame must be a hello with that instance's token, within the hello timeout); a hello that
+//! passes makes it the instance's current connection, replacing an older one (4409), and is
+//! answered with the hello-ack and, for a target launched with one, the initial state. A get-state
+//! sent on it is then in flight until answered or aborted, and an answer with none in flight is
+//! out of phase (4400). Frames for an instance go to its current connection only; one that
+//! disconnected is not current until it comes back with a new hello, and the kit's `runHandover`
+//! waits for that, so a propose sent before the drop is not answerable on the new connection.
+//!
+//! The order of its actions is the order things happen in: an instance stops being current
+//! before its violation or close is reported, and orders for one connection run in queue order
+//! (a drop runs after the frames queued before it).
+
+use crate::event::{Closer, Event, Rule};
+use crate::instances::{parse_instance_path, InstanceKey, Registry, Target};
+use ctl_migration_core::close_code;
+use ctl_migration_core::frames::{
+    check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES,
+};
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// The worker's default wait for a hello.
+pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What arrived on a connection, as the server read it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    Text(String),
+    /// A binary frame of this many bytes.
+    Binary(usize),
+    /// A frame over the socket's own limit, refused from its header: the rest of it is still
+    /// arriving and cannot be parsed. The detail says what the socket reported.
+    Overflow(String),
+    NotUtf8,
+    /// The job's close frame: its code (1005 when it carried none) and reason.
+    Close(u16, String),
+    /// The job's end went away without a close frame.
+    Gone,
+}
+
+/// How the server ends a connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// Send a close frame and wait (bounded) for the job's reply.
+    Close { code: u16, reason: &'static str },
+    /// The same, after input that can no longer be parsed: shut our side and discard the rest.
+    CloseUnparseable { code: u16, reason: &'static str },
+    /// Drop the socket without a close frame, as a crashed worker would.
+    Drop,
+    /// The job closed: send the reply the socket queued.
+    Reply { code: u16, reason: String },
+    /// The job's end is gone; nothing left to do.
+    Gone,
+}
+
+impl Ending {
+    fn closed(&self) -> (u16, String, Closer) {
+        match self {
+            Ending::Close { code, reason } | Ending::CloseUnparseable { code, reason } => {
+                (*code, (*reason).to_owned(), Closer::Worker)
+            }
+            Ending::Drop => (close_code::ABNORMAL, String::new(), Closer::Worker),
+            Ending::Reply { code, reason } => (*code, reason.clone(), Closer::Job),
+            Ending::Gone => (close_code::ABNORMAL, String::new(), Closer::Job),
+        }
+    }
+}
+
+/// What a connection's task must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Order {
+    /// Write the frame, then tell [`Worker::sent`].
+    Send(WorkerFrame),
+    /// End the connection, then tell [`Worker::finished`].
+    End(Ending),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Order { connection: u32, order: Order },
+    Report(Event),
+}
+
+/// How the worker stops: its restart and kill drop every connection, its close closes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Drop,
+    Close,
+}
+
+/// A frame queued for an instance's current connection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    pub connection: u32,
+    pub instance: InstanceKey,
+}
+
+#[derive(Debug)]
+enum Phase {
+    AwaitingHello {
+        deadline: Instant,
+    },
+    /// Acknowledged; `awaiting_state` is the migration whose get-state it has not answered.
+    Open {
+        awaiting_state: Option<String>,
+    },
+    /// Its end is decided; what still arrives on it is ignored.
+    Ending,
+}
+
+#[derive(Debug)]
+struct Connection {
+    path: String,
+    /// What the path names, issued or not.
+    instance: Option<InstanceKey>,
+    phase: Phase,
+}
+
+pub struct Worker {
+    hello_timeout: Duration,
+    registry: Registry,
+    connections: HashMap<u32, Connection>,
+    /// Each instance's acknowledged connection.
+    current: HashMap<InstanceKey, u32>,
+    next_connection: u32,
+    actions: VecDeque<Action>,
+}
+
+impl Worker {
+    pub fn new(hello_timeout: Duration) -> Self {
+        Worker {
+            hello_timeout,
+            registry: Registry::default(),
+            connections: HashMap::new(),
+            current: HashMap::new(),
+            next_connection: 1,
+            actions: VecDeque::new(),
+        }
+    }
+
+    pub fn hello_timeout(&self) -> Duration {
+        self.hello_timeout
+    }
+
+    /// The next thing to carry out, in order.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    // ── the caller's side ──────────────────────────────────────────────────
+
+    /// The instance's token, issued the first time it is asked for.
+    pub fn issue(&mut self, instance: &InstanceKey) -> Result<String, String> {
+        instance.check()?;
+        Ok(self.registry.issue(instance))
+    }
+
+    /// Issues `instance` as the target of `migration_id`; its hello-ack names the migration and
+    /// `initial_state` (JSON), when given, follows every hello-ack. Returns its token.
+    pub fn launch_target(
+        &mut self,
+        migration_id: String,
+        instance: &InstanceKey,
+        initial_state: Option<String>,
+    ) -> Result<String, String> {
+        instance.check()?;
+        if let Some(payload) = &initial_state {
+            check_outgoing(&WorkerFrame::InitialState {
+                migration_id: migration_id.clone(),
+                payload: payload.clone(),
+            })?;
+        }
+        let target = Target {
+            migration_id,
+            initial_state,
+        };
+        Ok(self.registry.launch_target(instance, target))
+    }
+
+    pub fn is_connected(&self, instance: &InstanceKey) -> bool {
+        self.current.contains_key(instance)
+    }
+
+    /// Queues `frame` for `to`, or for the participants of its migration (see
+    /// [`Registry::recipients`]). A get-state is then in flight on the connection it went to,
+    /// and that instance is the migration's source; an abort ends what it names.
+    pub fn send(
+        &mut self,
+        frame: WorkerFrame,
+        to: Option<InstanceKey>,
+    ) -> Result<Vec<Delivery>, String> {
+        check_outgoing(&frame)?;
+        if let WorkerFrame::HelloAck { .. } = frame {
+            return Err("the simulator sends hello-ack itself".to_owned());
+        }
+        let migration_id = frame.migration_id().unwrap_or_default().to_owned();
+        let recipients = match to {
+            Some(instance) => vec![instance],
+            None => self.registry.recipients(&frame)?,
+        };
+        let mut delivered = Vec::new();
+        let mut unreachable = Vec::new();
+        for instance in recipients {
+            let current = self.current.get(&instance).copied();
+            let phase = current.and_then(|id| self.connections.get_mut(&id));
+            let (Some(connection), Some(Connection { phase, .. })) = (current, phase) else {
+                unreachable.push(instance.to_string());
+                continue;
+            };
+            if let Phase::Open { awaiting_state } = phase {
+                match &frame {
+                    WorkerFrame::GetState { .. } => *awaiting_state = Some(migration_id.clone()),
+                    // An abort ends the propose it names: an answer after it is out of phase.
+                    WorkerFrame::Abort { .. }
+                        if awaiting_state.as_deref() == Some(migration_id.as_str()) =>
+                    {
+                        *awaiting_state = None
+                    }
+                    _ => {}
+                }
+            }
+            self.order(connection, Order::Send(frame.clone()));
+            delivered.push(Delivery {
+                connection,
+                instance,
+            });
+        }
+        if delivered.is_empty() {
+            return Err(format!(
+                "{} for {migration_id}: {} not connected",
+                frame.type_name(),
+                unreachable.join(" and ")
+            ));
+        }
+        if let WorkerFrame::Abort { .. } = frame {
+            delivered
+                .iter()
+                .for_each(|d| self.registry.end_target(&d.instance));
+        }
+        if let (WorkerFrame::GetState { .. }, Some(first)) = (&frame, delivered.first()) {
+            self.registry
+                .set_source(&migration_id, first.instance.clone());
+        }
+        Ok(delivered)
+    }
+
+    /// Drops the instance's current connection without a close frame, as a network blip or a
+    /// crashed relay does, after the frames already queued for it. Returns the connection.
+    pub fn drop_connection(&mut self, instance: &InstanceKey) -> Result<u32, String> {
+        let connection = *self
+            .current
+            .get(instance)
+            .ok_or_else(|| format!("cannot drop {instance}: not connected"))?;
+        self.order(connection, Order::End(Ending::Drop));
+        Ok(connection)
+    }
+
+    // ── the server's side ──────────────────────────────────────────────────
+
+    /// A number for a socket just accepted, whether or not it becomes a WebSocket.
+    pub fn accept(&mut self) -> u32 {
+        let id = self.next_connection;
+        self.next_connection = self.next_connection.wrapping_add(1);
+        id
+    }
+
+    /// The socket `connection` completed its upgrade on `path`.
+    pub fn open(&mut self, now: Instant, connection: u32, path: String) {
+        let instance = parse_instance_path(&path);
+        self.report(Event::Connected {
+            connection,
+            path: path.clone(),
+            instance: instance.clone(),
+        });
+        let known = instance.as_ref().is_some_and(|i| self.registry.knows(i));
+        let detail = format!("the path {path} names no instance");
+        let deadline = now + self.hello_timeout;
+        self.connections.insert(
+            connection,
+            Connection {
+                path,
+                instance,
+                phase: Phase::AwaitingHello { deadline },
+            },
+        );
+        if !known {
+            self.violated(connection, Rule::UnknownInstance, detail);
+        }
+    }
+
+    /// When `connection` next needs [`Worker::handle_timeout`].
+    pub fn poll_timeout(&self, connection: u32) -> Option<Instant> {
+        match self.connections.get(&connection)?.phase {
+            Phase::AwaitingHello { deadline } => Some(deadline),
+            _ => None,
+        }
+    }
+
+    /// It is now `now`: a connection still without a hello past its deadline is refused.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let mut late: Vec<u32> = self
+            .connections
+            .iter()
+            .filter(
+                |(_, c)| matches!(c.phase, Phase::AwaitingHello { deadline } if deadline <= now),
+            )
+            .map(|(id, _)| *id)
+            .collect();
+        late.sort_unstable();
+        let ms = self.hello_timeout.as_millis();
+        for connection in late {
+            let detail = format!("no hello within {ms} ms");
+            self.violated(connection, Rule::HelloTimeout, detail);
+        }
+    }
+
+    /// What arrived on `connection`. Once its end is decided only the end of its socket counts.
+    pub fn receive(&mut self, connection: u32, inbound: Inbound) {
+        let Some(conn) = self.connections.get(&connection) else {
+            return;
+        };
+        let awaiting_hello = match conn.phase {
+            Phase::AwaitingHello { .. } => true,
+            Phase::Open { .. } => false,
+            Phase::Ending => {
+                return match inbound {
+                    Inbound::Close(code, reason) => {
+                        self.end(connection, Ending::Reply { code, reason })
+                    }
+                    Inbound::Gone => self.end(connection, Ending::Gone),
+                    _ => {}
+                }
+            }
+        };
+        let frame = match inbound {
+            Inbound::Text(text) if text.len() > MAX_FRAME_BYTES => {
+                return self.too_large(connection, text.len())
+            }
+            Inbound::Binary(bytes) if bytes > MAX_FRAME_BYTES => {
+                return self.too_large(connection, bytes)
+            }
+            Inbound::Text(text) => match parse_job_frame(&text) {
+                Ok(frame) => frame,
+                Err(reason) => return self.violated(connection, Rule::InvalidFrame, reason),
+            },
+            Inbound::Binary(bytes) => {
+                let detail = format!("a binary frame ({bytes} bytes); frames are JSON text");
+                return self.violated(connection, Rule::BinaryFrame, detail);
+            }
+            Inbound::NotUtf8 => {
+                let detail = "a text frame that is not UTF-8".to_owned();
+                return self.violated(connection, Rule::InvalidFrame, detail);
+            }
+            Inbound::Overflow(detail) => {
+                let rule = Rule::FrameTooLarge;
+                self.report_violation(connection, rule, detail);
+                let (code, reason) = (rule.close_code(), rule.close_reason());
+                return self.end(connection, Ending::CloseUnparseable { code, reason });
+            }
+            Inbound::Close(code, reason) => {
+                return self.end(connection, Ending::Reply { code, reason })
+            }
+            Inbound::Gone => return self.end(connection, Ending::Gone),
+        };
+        if awaiting_hello {
+            self.on_hello(connection, frame)
+        } else {
+            self.on_frame(connection, frame)
+        }
+    }
+
+    /// The frame `connection` was ordered to send went out.
+    pub fn sent(&mut self, connection: u32, frame: WorkerFrame) {
+        let instance = self
+            .connections
+            .get(&connection)
+            .and_then(|c| c.instance.clone());
+        if let Some(instance) = instance {
+            self.report(Event::Sent {
+                connection,
+                instance,
+                frame,
+            });
+        }
+    }
+
+    /// The worker stops: `connection` ends as `how` says. Returns how to end it.
+    pub fn stop(&mut self, connection: u32, how: Stop) -> Ending {
+        let ending = match how {
+            Stop::Drop => Ending::Drop,
+            Stop::Close => Ending::Close {
+                code: close_code::GOING_AWAY,
+                reason: "worker closing",
+            },
+        };
+        self.forget(connection);
+        ending
+    }
+
+    /// `connection` ended as `ending` says; its close is reported and it is forgotten.
+    pub fn finished(&mut self, connection: u32, ending: &Ending) {
+        self.forget(connection);
+        let Some(conn) = self.connections.remove(&connection) else {
+            return;
+        };
+        let (code, reason, by) = ending.closed();
+        self.report(Event::Closed {
+            connection,
+            instance: conn.instance,
+            code,
+            reason,
+            by,
+        });
+    }
+
+    // ── the rules ──────────────────────────────────────────────────────────
+
+    /// The first frame: a hello with the instance's token makes this connection the instance's
+    /// current one (an older one is replaced), answered with the hello-ack and initial state.
+    fn on_hello(&mut self, connection: u32, frame: JobFrame) {
+        let JobFrame::Hello { token } = &frame else {
+            let detail = format!("expected hello, got '{}'", frame.type_name());
+            return self.violated(connection, Rule::NotHello, detail);
+        };
+        let Some(instance) = self
+            .connections
+            .get(&connection)
+            .and_then(|c| c.instance.clone())
+        else {
+            return;
+        };
+        if !self.registry.admits(&instance, token) {
+            let detail = format!("the hello's token is not the one issued for {instance}");
+            return self.violated(connection, Rule::BadToken, detail);
+        }
+        if let Some(older) = self.current.insert(instance.clone(), connection) {
+            self.replaced(older);
+        }
+        if let Some(conn) = self.connections.get_mut(&connection) {
+            conn.phase = Phase::Open {
+                awaiting_state: None,
+            };
+        }
+        self.report(Event::Received {
+            connection,
+            instance: instance.clone(),
+            frame,
+        });
+        let target = self.registry.target_of(&instance).cloned();
+        let ack = WorkerFrame::HelloAck {
+            migration: target.as_ref().map(|t| t.migration_id.clone()),
+        };
+        self.order(connection, Order::Send(ack));
+        if let Some(Target {
+            migration_id,
+            initial_state: Some(payload),
+        }) = target
+        {
+            let initial = WorkerFrame::InitialState {
+                migration_id,
+                payload,
+            };
+            self.order(connection, Order::Send(initial));
+        }
+    }
+
+    /// A frame on an acknowledged connection, reported once it is accepted.
+    fn on_frame(&mut self, connection: u32, frame: JobFrame) {
+        match &frame {
+            JobFrame::Hello { .. } => {
+                let detail = "a hello on a connection already acknowledged".to_owned();
+                return self.violated(connection, Rule::SecondHello, detail);
+            }
+            JobFrame::State { .. } | JobFrame::StateRefused { .. } => {
+                if self.take_get_state(connection).is_none() {
+                    let detail = format!("'{}' with no get-state in flight", frame.type_name());
+                    return self.violated(connection, Rule::UnexpectedAnswer, detail);
+                }
+            }
+            // A job that gives up ends its unanswered propose too.
+            JobFrame::Abort { .. } => {
+                self.take_get_state(connection);
+            }
+            JobFrame::TargetApplied(_) => {
+                if let Some(instance) = self.instance_of(connection) {
+                    self.registry.end_target(&instance);
+                }
+            }
+            JobFrame::TargetReady { .. } | JobFrame::SourceStoppedOutput { .. } => {}
+        }
+        if let Some(instance) = self.instance_of(connection) {
+            self.report(Event::Received {
+                connection,
+                instance,
+                frame,
+            });
+        }
+    }
+
+    fn take_get_state(&mut self, connection: u32) -> Option<String> {
+        match &mut self.connections.get_mut(&connection)?.phase {
+            Phase::Open { awaiting_state } => awaiting_state.take(),
+            _ => None,
+        }
+    }
+
+    fn too_large(&mut self, connection: u32, bytes: usize) {
+        let detail = format!("a frame of {bytes} bytes, over the {MAX_FRAME_BYTES}-byte limit");
+        self.violated(connection, Rule::FrameTooLarge, detail);
+    }
+
+    /// A job broke `rule`: reported, then closed with the rule's code.
+    fn violated(&mut self, connection: u32, rule: Rule, detail: String) {
+        self.report_violation(connection, rule, detail);
+        let (code, reason) = (rule.close_code(), rule.close_reason());
+        self.end(connection, Ending::Close { code, reason });
+    }
+
+    fn report_violation(&mut self, connection: u32, rule: Rule, detail: String) {
+        self.forget(connection);
+        let Some(conn) = self.connections.get(&connection) else {
+            return;
+        };
+        let violation = Event::Violation {
+            connection,
+            path: conn.path.clone(),
+            instance: conn.instance.clone(),
+            rule,
+            detail,
+        };
+        self.report(violation);
+    }
+
+    fn replaced(&mut self, older: u32) {
+        let ending = Ending::Close {
+            code: close_code::REPLACED,
+            reason: "replaced by a newer connection",
+        };
+        self.end(older, ending);
+    }
+
+    /// Decides `connection`'s end: it is no longer current, and its task is told how to end.
+    fn end(&mut self, connection: u32, ending: Ending) {
+        self.forget(connection);
+        self.order(connection, Order::End(ending));
+    }
+
+    /// `connection` is no longer its instance's current one, and ignores what still arrives.
+    fn forget(&mut self, connection: u32) {
+        let Some(conn) = self.connections.get_mut(&connection) else {
+            return;
+        };
+        conn.phase = Phase::Ending;
+        if let Some(instance) = &conn.instance {
+            if self.current.get(instance) == Some(&connection) {
+                self.current.remove(instance);
+            }
+        }
+    }
+
+    fn instance_of(&self, connection: u32) -> Option<InstanceKey> {
+        self.connections.get(&connection)?.instance.clone()
+    }
+
+    fn order(&mut self, connection: u32, order: Order) {
+        self.actions.push_back(Action::Order { connection, order });
+    }
+
+    fn report(&mut self, event: Event) {
+        self.actions.push_back(Action::Report(event));
+    }
+}
+
+/// The worker's frames obey the same rules as the job's: JSON payloads, 64 KiB at most.
+fn check_outgoing(frame: &WorkerFrame) -> Result<(), String> {
+    let type_name = frame.type_name();
+    if let WorkerFrame::InitialState { payload, .. }
+    | WorkerFrame::CutoverReady { payload, .. }
+    | WorkerFrame::CutoverApply { payload, .. } = frame
+    {
+        check_json(payload)
+            .map_err(|_| format!("{type_name}: the payload is not JSON with finite numbers"))?;
+    }
+    let bytes = frame.to_text().len();
+    if bytes > MAX_FRAME_BYTES {
+        return Err(format!(
+            "{type_name}: a frame of {bytes} bytes is over the {MAX_FRAME_BYTES}-byte limit"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
