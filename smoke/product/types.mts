@@ -1,15 +1,21 @@
 // A product's TypeScript (ESM), type-checked with `tsc --strict` against the installed package:
 // every type the package and its testing kit export, used as a product would use it.
+import { subscribe, tracingChannel } from 'node:diagnostics_channel'
 import {
+  channels,
   connectMigration,
   isStateRefusal,
   stateRefusal,
   type AppliedSummary,
+  type ConnectionMessage,
   type ConnectMigrationOptions,
+  type FrameMessage,
+  type HandlerTraceContext,
   type MigrationClient,
   type MigrationHandlers,
   type MigrationSocket,
   type MigrationSocketCtor,
+  type ReportMessage,
   type StateRefusal,
 } from '@norskvideo/ctl-migration'
 import {
@@ -161,3 +167,25 @@ async function test(): Promise<HandoverTimeline> {
   }
 }
 void test
+
+// What an APM agent or the product's own code subscribes to (docs/observability.md).
+subscribe(channels.connection, (message) => {
+  const m = message as ConnectionMessage
+  if (m.event === 'disconnected' && m.retryInMs !== undefined) console.log(m.client, m.code, m.retryInMs)
+})
+subscribe(channels.frame, (message) => {
+  const m = message as FrameMessage
+  console.log(m.direction, m.type, m.bytes, m.migrationId)
+})
+subscribe(channels.report, (message) => {
+  const m = message as ReportMessage
+  if (m.outcome === 'dropped') console.log(m.type, m.reason)
+})
+const handlerCalls = tracingChannel<unknown, HandlerTraceContext>(channels.handler)
+handlerCalls.subscribe({
+  start: (context) => console.log(context.handler, context.migrationId),
+  end: () => {},
+  asyncStart: () => {},
+  asyncEnd: (context) => console.log(context.result),
+  error: (context) => console.log(context.error),
+})
