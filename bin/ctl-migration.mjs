@@ -348,6 +348,7 @@ async function handover(run, faults, recoveryOf) {
   const unexpectedBefore = run.unexpected.length
   const violationsBefore = worker.violations.length
   let target
+  run.source.role = 'source'
   view.begin(migrationId, faults[0], recoveryOf)
   const result = { migrationId, ok: false, outcome: 'failed', steps: [] }
   if (faults.length > 0) result.fault = faults[0]
@@ -408,8 +409,9 @@ async function handover(run, faults, recoveryOf) {
   // stops the target it launched, and the source carries on.
   if (result.outcome === 'completed') {
     const old = run.source
+    // Its role changes when the next handover begins: output it wrote as the target may still
+    // be on its way, and is labelled as the target's.
     run.source = target
-    target.role = 'source'
     old.role = 'retired'
     old.expectedExit = true
     await retire(view, old)

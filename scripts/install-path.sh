@@ -257,7 +257,7 @@ check "without binaries: the testing kit says it needs the native addon" node -e
     () => process.exit(1),
     (e) => { console.error(e.message); if (!/testing needs the native addon/.test(e.message)) process.exit(1) })'
 # Node 22 from the npm registry, cached beside the runtime matrix's copies.
-NODE22=$(RUNTIMES_DIR=${RUNTIMES_DIR:-$ROOT/target/runtimes} "$ROOT/scripts/runtime-bin.sh" node22)
+NODE22=$("$ROOT/scripts/runtime-bin.sh" node22)
 check "without binaries, Node 22: a real handover on the WebAssembly build over the global WebSocket" \
   env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
 install --omit=optional ws@8
@@ -269,7 +269,7 @@ check "without binaries, Node $(node --version) with ws: a real handover on the 
 # optional dependencies; `ws` is there for the Node 20s, which have no global WebSocket).
 say "Node versions"
 for node_spec in node@20.0.0 node@20.18.0 node@20.19.0 node@22.0.0 node@22.11.0 node@22.12.0 node22 node24 node26; do
-  node_bin=$(RUNTIMES_DIR=${RUNTIMES_DIR:-$ROOT/target/runtimes} "$ROOT/scripts/runtime-bin.sh" "$node_spec")
+  node_bin=$("$ROOT/scripts/runtime-bin.sh" "$node_spec")
   node_version=$("$node_bin" --version)
   # shellcheck disable=SC2016 # JavaScript, not shell
   "$node_bin" -e 'const engines = require(process.argv[1]).engines.node

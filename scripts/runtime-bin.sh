@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prints the path of a runtime's binary, installing it from the npm registry first if it is not
-# in RUNTIMES_DIR (default target/runtimes) yet:
+# in RUNTIMES_DIR yet (default ~/.cache/ctl-migration/runtimes: kept, like npm's own cache, across
+# clones and CI runs on one machine):
 #   scripts/runtime-bin.sh node20|node22|node24|node26|bun|deno   the newest of that line
 #   scripts/runtime-bin.sh node@20.0.0                              one exact Node release
 set -euo pipefail
-RT_DIR=${RUNTIMES_DIR:-$(cd "$(dirname "$0")/.." && pwd)/target/runtimes}
+RT_DIR=${RUNTIMES_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ctl-migration/runtimes}
 name=${1:?usage: runtime-bin.sh node20|node22|node24|node26|node@X.Y.Z|bun|deno}
 case "$name" in
   node20 | node22 | node24 | node26)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The runtime matrix: the smoke suite (smoke/run.mjs) under Node 20, 22, 24, 26, Bun and Deno,
-# each installed from the npm registry (node@22, bun, deno, ...) into target/runtimes/.
+# each installed from the npm registry (node@22, bun, deno, ...) into ~/.cache/ctl-migration/runtimes/.
 #
 #   scripts/runtimes.sh                 # the whole matrix
 #   scripts/runtimes.sh node20 bun      # some of it
@@ -12,7 +12,7 @@
 # support is reported but not required (STRICT_DENO=1 requires it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RT_DIR=${RUNTIMES_DIR:-$PWD/target/runtimes}
+RT_DIR=${RUNTIMES_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ctl-migration/runtimes}
 ALL=(node20 node22 node24 node26 bun deno)
 case "${FLAVOR:-native}" in
   native) ;;
