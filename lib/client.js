@@ -144,7 +144,7 @@ function socketClient(handlers, url, token, name, opts) {
   // elsewhere the client's own thread reads it and hands over each event.
   const readsHere = !Socket && hasLibuv()
   const core = Socket
-    ? Client.jsSocket(options)
+    ? Client.jsSocket(options, performance.now())
     : Client.native(options, dispatchFromRuntime, readsHere ? readable : undefined)
   if (Socket) transport = jsSocketTransport(Socket, url, () => core, (actions) => run(actions))
 
@@ -222,11 +222,8 @@ function socketClient(handlers, url, token, name, opts) {
         case 'Close':
           transport.close(action.code, action.reason)
           break
-        case 'StartTimer':
-          transport.startTimer(action.timer, action.delayMs)
-          break
-        case 'CancelTimer':
-          transport.cancelTimer(action.timer)
+        case 'SetTimer':
+          transport.setTimer(action.delayMs)
           break
         case 'Connection':
           diagnostics.connection(clientId, action)
@@ -417,11 +414,10 @@ function frameText(data) {
 
 // The transport over a WHATWG-shaped socket the product supplies, run on the JavaScript thread
 // with the reference's timing: the socket is constructed one microtask after it is asked for,
-// events are handled synchronously, and the reconnect timer is a JavaScript timer.
+// events are handled synchronously, and the core's one timer is a JavaScript timer.
 function jsSocketTransport(Ctor, url, getCore, run) {
   let socket
-  // The core's timers, by their number in its actions.
-  const timers = new Map()
+  let timer
   const forget = () => {
     const s = socket
     socket = undefined
@@ -438,7 +434,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         try {
           s = new Ctor(url)
         } catch (e) {
-          run(core.socketOpenFailed(describe(e) ?? 'the WebSocket constructor threw'))
+          run(core.socketOpenFailed(describe(e) ?? 'the WebSocket constructor threw', performance.now()))
           return
         }
         socket = s
@@ -451,15 +447,17 @@ function jsSocketTransport(Ctor, url, getCore, run) {
           if (socket === s) run(core.socketOpened(performance.now()))
         }
         s.onmessage = (ev) => {
-          if (socket === s) run(core.socketMessage(frameText(ev?.data)))
+          if (socket === s) run(core.socketMessage(frameText(ev?.data), performance.now()))
         }
         s.onclose = (ev) => {
           if (socket !== s) return
           socket = undefined
-          run(core.socketClosed(typeof ev?.code === 'number' ? ev.code : 1005, String(ev?.reason ?? '')))
+          run(
+            core.socketClosed(typeof ev?.code === 'number' ? ev.code : 1005, String(ev?.reason ?? ''), performance.now()),
+          )
         }
         s.onerror = () => {
-          if (socket === s) run(core.socketErrored())
+          if (socket === s) run(core.socketErrored(performance.now()))
         }
       })
     },
@@ -468,7 +466,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
       try {
         s.send(text)
       } catch (e) {
-        run(getCore().socketSendFailed(text, describe(e) ?? 'send threw'))
+        run(getCore().socketSendFailed(text, describe(e) ?? 'send threw', performance.now()))
       }
     },
     close(code, reason) {
@@ -480,19 +478,15 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         // already gone
       }
     },
-    startTimer(id, ms) {
-      clearTimeout(timers.get(id))
-      timers.set(
-        id,
-        setTimeout(() => {
-          timers.delete(id)
-          run(getCore().timerFired(id, performance.now()))
-        }, ms),
-      )
-    },
-    cancelTimer(id) {
-      clearTimeout(timers.get(id))
-      timers.delete(id)
+    setTimer(ms) {
+      clearTimeout(timer)
+      timer =
+        ms === undefined || ms === null
+          ? undefined
+          : setTimeout(() => {
+              timer = undefined
+              run(getCore().timerFired(performance.now()))
+            }, ms)
     },
   }
 }

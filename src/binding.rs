@@ -14,7 +14,7 @@ use crate::uv;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{
     Action, Call, Config, HandlerKind, HandlerOutcome, Note, Observed, Protocol, ReportOutcome,
-    Role, StateOutcome, Timer, TooLarge,
+    Role, StateOutcome, TooLarge,
 };
 use napi::bindgen_prelude::*;
 #[cfg(not(target_family = "wasm"))]
@@ -80,14 +80,10 @@ pub enum JsAction {
         code: Option<u32>,
         reason: Option<String>,
     },
-    /// JavaScript socket only: arm timer `timer` (re-arm it if it runs).
-    StartTimer {
-        timer: u32,
-        delay_ms: f64,
-    },
-    /// JavaScript socket only.
-    CancelTimer {
-        timer: u32,
+    /// JavaScript socket only: set the one timer to fire in `delay_ms` (replacing it), or stop
+    /// it when there is none; `timerFired` when it fires.
+    SetTimer {
+        delay_ms: Option<f64>,
     },
     /// For `ctl-migration:connection`: `connecting`, `connected`, `disconnected` or `closed`.
     Connection {
@@ -223,7 +219,40 @@ enum Transport {
         /// Where the JavaScript thread reads the socket itself (Node, with libuv).
         reads: Option<Rc<SocketReads>>,
     },
-    JsSocket(Box<Protocol>),
+    JsSocket(Box<JsSocket>),
+}
+
+/// A core whose socket and timer are the glue's, on the glue's clock (`performance.now()`).
+struct JsSocket {
+    core: Protocol,
+    /// The glue's clock as of its latest event.
+    now: f64,
+    /// The deadline the glue's one timer is set for.
+    timer_at: Option<f64>,
+}
+
+impl JsSocket {
+    /// Runs `f` at `now` (the latest time the glue told, if none) and takes the actions for the
+    /// glue, with a `SetTimer` last when the core's next deadline moved.
+    fn run<R>(
+        &mut self,
+        now: Option<f64>,
+        f: impl FnOnce(&mut Protocol, f64) -> R,
+    ) -> (R, Vec<JsAction>) {
+        if let Some(now) = now {
+            self.now = self.now.max(now);
+        }
+        let result = f(&mut self.core, self.now);
+        let mut actions: Vec<JsAction> = self.core.drain_actions().filter_map(to_js).collect();
+        let next = self.core.poll_timeout();
+        if next != self.timer_at {
+            self.timer_at = next;
+            actions.push(JsAction::SetTimer {
+                delay_ms: next.map(|at| at - self.now),
+            });
+        }
+        (result, actions)
+    }
 }
 
 #[napi]
@@ -297,13 +326,13 @@ impl Client {
         else {
             return Ok(None);
         };
-        if let Some(socket) = client.take_offered() {
+        if let Some(socket) = client.accept_offer() {
             reads.poll(socket)?;
         }
-        Ok(match client.read_here() {
-            JsRead::Event(work) => Some(shown.actions(work)),
-            JsRead::Idle => None,
-            JsRead::NotOurs => {
+        Ok(match client.read_on_js_thread() {
+            JsRead::Taken(work) => Some(shown.actions(work)),
+            JsRead::Nothing => None,
+            JsRead::NotReader => {
                 reads.stop();
                 None
             }
@@ -425,16 +454,16 @@ unsafe extern "C" fn on_readable(handle: *mut std::ffi::c_void, _status: i32, _e
         return;
     };
     loop {
-        match target.client.read_here() {
-            JsRead::Event(work) => {
+        match target.client.read_on_js_thread() {
+            JsRead::Taken(work) => {
                 let actions = target.shown.actions(work);
                 if !actions.is_empty() {
                     call_readable(target, actions);
                     return;
                 }
             }
-            JsRead::Idle => return,
-            JsRead::NotOurs => return target.stop(),
+            JsRead::Nothing => return,
+            JsRead::NotReader => return target.stop(),
         }
     }
 }
@@ -509,10 +538,15 @@ impl SocketReads {
 #[napi]
 impl Client {
     /// A client whose socket is a JavaScript object the glue drives; `start()` begins.
+    /// `now_ms` is the glue's clock.
     #[napi(factory)]
-    pub fn js_socket(options: ClientOptions) -> Client {
+    pub fn js_socket(options: ClientOptions, now_ms: f64) -> Client {
         Client {
-            transport: Transport::JsSocket(Box::new(core(options, false))),
+            transport: Transport::JsSocket(Box::new(JsSocket {
+                core: core(options, false),
+                now: now_ms,
+                timer_at: None,
+            })),
         }
     }
 
@@ -523,7 +557,7 @@ impl Client {
             Transport::Native { shown, .. } => {
                 shown.read(|s| s.map_or(Role::Source, |s| s.role).as_str())
             }
-            Transport::JsSocket(core) => core.role().as_str(),
+            Transport::JsSocket(js) => js.core.role().as_str(),
         }
     }
 
@@ -532,7 +566,7 @@ impl Client {
         match &self.transport {
             #[cfg(not(target_family = "wasm"))]
             Transport::Native { shown, .. } => shown.read(|s| s.is_some_and(|s| s.connected)),
-            Transport::JsSocket(core) => core.connected(),
+            Transport::JsSocket(js) => js.core.connected(),
         }
     }
 
@@ -543,7 +577,7 @@ impl Client {
             Transport::Native { shown, .. } => {
                 shown.read(|s| s.and_then(|s| s.migration_id.clone()))
             }
-            Transport::JsSocket(core) => core.migration_id().map(str::to_owned),
+            Transport::JsSocket(js) => js.core.migration_id().map(str::to_owned),
         }
     }
 
@@ -553,7 +587,7 @@ impl Client {
         match &self.transport {
             #[cfg(not(target_family = "wasm"))]
             Transport::Native { client, .. } => client.read(|core| core.is_finished()),
-            Transport::JsSocket(core) => core.is_finished(),
+            Transport::JsSocket(js) => js.core.is_finished(),
         }
     }
 
@@ -567,32 +601,32 @@ impl Client {
             reports: mask & OBSERVE_REPORTS != 0,
         };
         // Queues nothing: there are no actions to hand back.
-        self.apply(|core| core.observe(observed));
+        self.apply(|core, _| core.observe(observed));
     }
 
     #[napi]
     pub fn start(&mut self) -> Vec<JsAction> {
-        self.apply(|core| core.start())
+        self.apply(|core, now| core.start(now))
     }
 
     #[napi]
     pub fn report_state(&mut self, payload: String) -> Vec<JsAction> {
-        self.report(|core| core.report_state(payload))
+        self.report(|core, _| core.report_state(payload))
     }
 
     #[napi]
     pub fn refuse_state(&mut self, reason: String) -> Vec<JsAction> {
-        self.report(|core| core.refuse_state(reason))
+        self.report(|core, _| core.refuse_state(reason))
     }
 
     #[napi]
     pub fn report_ready(&mut self, payload: String) -> Vec<JsAction> {
-        self.report(|core| core.report_ready(payload))
+        self.report(|core, _| core.report_ready(payload))
     }
 
     #[napi]
     pub fn report_stopped_output(&mut self, payload: String) -> Vec<JsAction> {
-        self.report(|core| core.report_stopped_output(payload))
+        self.report(|core, _| core.report_stopped_output(payload))
     }
 
     #[napi]
@@ -610,17 +644,17 @@ impl Client {
             }),
             skew_ms: s.skew_ms,
         });
-        self.report(|core| core.report_applied(summary.unwrap_or_default()))
+        self.report(|core, _| core.report_applied(summary.unwrap_or_default()))
     }
 
     #[napi]
     pub fn abort(&mut self, reason: String) -> Vec<JsAction> {
-        self.report(|core| core.abort(reason))
+        self.report(|core, _| core.abort(reason))
     }
 
     #[napi]
     pub fn close(&mut self) -> Vec<JsAction> {
-        let actions = self.apply(|core| core.close());
+        let actions = self.apply(|core, _| core.close());
         #[cfg(not(target_family = "wasm"))]
         if let Transport::Native { client, .. } = &self.transport {
             client.wake();
@@ -632,30 +666,30 @@ impl Client {
 
     #[napi]
     pub fn state_missing(&mut self, migration_id: String) -> Vec<JsAction> {
-        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::Missing))
+        self.apply(|core, _| core.on_state_settled(&migration_id, StateOutcome::Missing))
     }
 
     /// It returned (or resolved to) a value; `json` is `JSON.stringify`'s text of it.
     #[napi]
     pub fn state_value(&mut self, migration_id: String, json: String) -> Vec<JsAction> {
-        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::Value(json)))
+        self.apply(|core, _| core.on_state_settled(&migration_id, StateOutcome::Value(json)))
     }
 
     /// `JSON.stringify` refused its value, saying `why`.
     #[napi]
     pub fn state_not_json(&mut self, migration_id: String, why: String) -> Vec<JsAction> {
-        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::NotJson(why)))
+        self.apply(|core, _| core.on_state_settled(&migration_id, StateOutcome::NotJson(why)))
     }
 
     #[napi]
     pub fn state_refused(&mut self, migration_id: String, reason: String) -> Vec<JsAction> {
-        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::Refused(reason)))
+        self.apply(|core, _| core.on_state_settled(&migration_id, StateOutcome::Refused(reason)))
     }
 
     /// It threw; `printed` is `String(thrown)`, absent when even that threw.
     #[napi]
     pub fn state_threw(&mut self, migration_id: String, printed: Option<String>) -> Vec<JsAction> {
-        self.apply(|core| core.on_state_settled(&migration_id, StateOutcome::Threw(printed)))
+        self.apply(|core, _| core.on_state_settled(&migration_id, StateOutcome::Threw(printed)))
     }
 
     // ── how another handler ended: `handler` is the call's own ──────────
@@ -684,53 +718,66 @@ impl Client {
 
     #[napi]
     pub fn socket_opened(&mut self, now_ms: f64) -> Vec<JsAction> {
-        self.apply(|core| core.on_open(now_ms))
+        self.socket_event(now_ms, |core, now| core.on_open(now))
     }
 
     #[napi]
-    pub fn socket_open_failed(&mut self, error: String) -> Vec<JsAction> {
-        self.apply(|core| core.on_open_failed(&error))
+    pub fn socket_open_failed(&mut self, error: String, now_ms: f64) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| core.on_open_failed(&error, now))
     }
 
     #[napi]
-    pub fn socket_message(&mut self, text: String) -> Vec<JsAction> {
-        self.apply(|core| core.on_frame(&text))
+    pub fn socket_message(&mut self, text: String, now_ms: f64) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| core.on_frame(&text, now))
     }
 
     #[napi]
-    pub fn socket_closed(&mut self, code: u32, reason: String) -> Vec<JsAction> {
+    pub fn socket_closed(&mut self, code: u32, reason: String, now_ms: f64) -> Vec<JsAction> {
         let code = u16::try_from(code).unwrap_or(1006);
-        self.apply(|core| core.on_closed(code, &reason))
+        self.socket_event(now_ms, |core, now| core.on_closed(code, &reason, now))
     }
 
     #[napi]
-    pub fn socket_errored(&mut self) -> Vec<JsAction> {
-        self.apply(|core| core.on_error())
+    pub fn socket_errored(&mut self, now_ms: f64) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| core.on_error(now))
     }
 
     /// `send(text)` of a `Send` action threw `error`.
     #[napi]
-    pub fn socket_send_failed(&mut self, text: String, error: String) -> Vec<JsAction> {
-        self.apply(|core| core.on_send_text_failed(text, &error))
+    pub fn socket_send_failed(
+        &mut self,
+        text: String,
+        error: String,
+        now_ms: f64,
+    ) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| {
+            core.on_send_text_failed(text, &error, now)
+        })
     }
 
-    /// The timer a `StartTimer` action armed fired.
+    /// The timer a `SetTimer` action set fired.
     #[napi]
-    pub fn timer_fired(&mut self, timer: u32, now_ms: f64) -> Result<Vec<JsAction>> {
-        let timer = usize::try_from(timer)
-            .ok()
-            .and_then(|i| Timer::ALL.get(i).copied())
-            .ok_or_else(|| Error::from_reason(format!("unknown timer {timer}")))?;
-        Ok(self.apply(|core| core.on_timer(timer, now_ms)))
+    pub fn timer_fired(&mut self, now_ms: f64) -> Vec<JsAction> {
+        match &mut self.transport {
+            Transport::JsSocket(js) => {
+                // It was set for the core's deadline, so that has come, whatever the glue's
+                // clock reads (a timer may fire a hair early; fake timers move no clock).
+                let due = js.timer_at.take().map_or(now_ms, |at| now_ms.max(at));
+                js.run(Some(due), |core, now| core.handle_timeout(now)).1
+            }
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native { .. } => Vec::new(),
+        }
     }
 }
 
 impl Client {
-    fn apply(&mut self, f: impl FnOnce(&mut Protocol)) -> Vec<JsAction> {
+    fn apply(&mut self, f: impl FnOnce(&mut Protocol, f64)) -> Vec<JsAction> {
         self.run(f).1
     }
 
-    fn run<R>(&mut self, f: impl FnOnce(&mut Protocol) -> R) -> (R, Vec<JsAction>) {
+    /// Runs `f` on the core with the time on the transport's clock.
+    fn run<R>(&mut self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<JsAction>) {
         match &mut self.transport {
             #[cfg(not(target_family = "wasm"))]
             Transport::Native { client, shown, .. } => {
@@ -738,16 +785,22 @@ impl Client {
                 // JavaScript is now up to date with what it just did.
                 (result, shown.actions(work))
             }
-            Transport::JsSocket(core) => {
-                let result = f(core);
-                (result, core.drain_actions().filter_map(to_js).collect())
-            }
+            Transport::JsSocket(js) => js.run(None, f),
+        }
+    }
+
+    /// An event of the glue's socket, at `now_ms` on its clock.
+    fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Vec<JsAction> {
+        match &mut self.transport {
+            Transport::JsSocket(js) => js.run(Some(now_ms), f).1,
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native { .. } => Vec::new(),
         }
     }
 
     fn report(
         &mut self,
-        f: impl FnOnce(&mut Protocol) -> std::result::Result<(), TooLarge>,
+        f: impl FnOnce(&mut Protocol, f64) -> std::result::Result<(), TooLarge>,
     ) -> Vec<JsAction> {
         match self.run(f) {
             (Ok(()), actions) => actions,
@@ -767,7 +820,7 @@ impl Client {
             .ok()
             .and_then(|i| HandlerKind::ALL.get(i).copied())
             .ok_or_else(|| Error::from_reason(format!("unknown handler {handler}")))?;
-        Ok(self.apply(|core| core.on_handler_settled(handler, &migration_id, outcome)))
+        Ok(self.apply(|core, _| core.on_handler_settled(handler, &migration_id, outcome)))
     }
 }
 
@@ -827,13 +880,6 @@ fn to_js(action: Action) -> Option<JsAction> {
         Action::Close { code, reason } => JsAction::Close {
             code: code.map(u32::from),
             reason: reason.map(str::to_owned),
-        },
-        Action::StartTimer { timer, delay_ms } => JsAction::StartTimer {
-            timer: timer.index() as u32,
-            delay_ms,
-        },
-        Action::CancelTimer(timer) => JsAction::CancelTimer {
-            timer: timer.index() as u32,
         },
         Action::Ping => return None,
         Action::Note(note) => note_to_js(note),

@@ -20,8 +20,11 @@ export declare class Client {
    * there is nothing (more) to read here. Takes the socket first if it is on offer.
    */
   readSocket(): Array<JsAction> | null
-  /** A client whose socket is a JavaScript object the glue drives; `start()` begins. */
-  static jsSocket(options: ClientOptions): Client
+  /**
+   * A client whose socket is a JavaScript object the glue drives; `start()` begins.
+   * `now_ms` is the glue's clock.
+   */
+  static jsSocket(options: ClientOptions, nowMs: number): Client
   get role(): string
   get connected(): boolean
   get migrationId(): string | null
@@ -52,14 +55,14 @@ export declare class Client {
   handlerMissing(handler: number, migrationId: string): Array<JsAction>
   handlerThrew(handler: number, migrationId: string, printed: string): Array<JsAction>
   socketOpened(nowMs: number): Array<JsAction>
-  socketOpenFailed(error: string): Array<JsAction>
-  socketMessage(text: string): Array<JsAction>
-  socketClosed(code: number, reason: string): Array<JsAction>
-  socketErrored(): Array<JsAction>
+  socketOpenFailed(error: string, nowMs: number): Array<JsAction>
+  socketMessage(text: string, nowMs: number): Array<JsAction>
+  socketClosed(code: number, reason: string, nowMs: number): Array<JsAction>
+  socketErrored(nowMs: number): Array<JsAction>
   /** `send(text)` of a `Send` action threw `error`. */
-  socketSendFailed(text: string, error: string): Array<JsAction>
-  /** The timer a `StartTimer` action armed fired. */
-  timerFired(timer: number, nowMs: number): Array<JsAction>
+  socketSendFailed(text: string, error: string, nowMs: number): Array<JsAction>
+  /** The timer a `SetTimer` action set fired. */
+  timerFired(nowMs: number): Array<JsAction>
 }
 
 /** What `connectMigration` was given, resolved to values by the glue. */
@@ -95,8 +98,7 @@ export type JsAction =
   | { kind: 'Open' }
   | { kind: 'Send'; text: string }
   | { kind: 'Close'; code?: number; reason?: string }
-  | { kind: 'StartTimer'; timer: number; delayMs: number }
-  | { kind: 'CancelTimer'; timer: number }
+  | { kind: 'SetTimer'; delayMs?: number }
   | { kind: 'Connection'; event: string; attempt: number; role?: string; migrationId?: string; code?: number; reason?: string; retryInMs?: number }
   | { kind: 'Frame'; direction: string; frameType: string; migrationId?: string; bytes: number }
   | { kind: 'Report'; reportType: string; outcome: string; migrationId?: string; reason?: string }
