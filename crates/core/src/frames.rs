@@ -4,6 +4,7 @@
 //! ignored, and a `payload` must be present and be JSON with finite numbers. Payloads stay as raw
 //! JSON text so they cross into JavaScript as a string for `JSON.parse`, never as a tree.
 
+pub use crate::error::FrameError;
 use crate::json::{self, Invalid, Scanner};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -224,7 +225,7 @@ fn js_number(n: f64) -> String {
 // ── parsing ────────────────────────────────────────────────────────────────
 
 /// Parses a frame from the worker. The error is a sentence for a log line.
-pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
+pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, FrameError> {
     let fields = Fields::parse(text)?;
     let frame = match fields.type_name()?.as_ref() {
         "hello-ack" => WorkerFrame::HelloAck {
@@ -252,18 +253,13 @@ pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
             migration_id: fields.string("migrationId")?,
             reason: fields.string("reason")?,
         },
-        other => {
-            return Err(format!(
-                "invalid frame: unknown type {}",
-                json_string(other)
-            ))
-        }
+        other => return Err(FrameError::UnknownType(json_string(other))),
     };
     Ok(frame)
 }
 
 /// Parses a frame from a job (what the worker, and so the simulator, accepts).
-pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
+pub fn parse_job_frame(text: &str) -> Result<JobFrame, FrameError> {
     let fields = Fields::parse(text)?;
     let frame = match fields.type_name()?.as_ref() {
         "hello" => JobFrame::Hello {
@@ -283,51 +279,41 @@ pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
         },
         "target-applied" => JobFrame::TargetApplied(AppliedSummary {
             applied: fields.optional("applied", |raw| {
-                serde_json::from_str::<Vec<String>>(raw)
-                    .map_err(|_| "'applied' must be an array of strings".to_owned())
+                serde_json::from_str::<Vec<String>>(raw).map_err(|_| FrameError::Applied)
             })?,
             failed: fields.optional("failed", parse_failed)?,
             skew_ms: fields.optional("skewMs", |raw| {
-                serde_json::from_str::<f64>(raw)
-                    .map_err(|_| "'skewMs' must be a finite number".to_owned())
+                serde_json::from_str::<f64>(raw).map_err(|_| FrameError::SkewMs)
             })?,
         }),
         "abort" => JobFrame::Abort {
             reason: fields.string("reason")?,
         },
-        other => {
-            return Err(format!(
-                "invalid frame: unknown type {}",
-                json_string(other)
-            ))
-        }
+        other => return Err(FrameError::UnknownType(json_string(other))),
     };
     Ok(frame)
 }
 
-fn parse_migration(raw: &str) -> Result<String, String> {
+fn parse_migration(raw: &str) -> Result<String, FrameError> {
     #[derive(Deserialize)]
     struct Migration {
         id: String,
         side: String,
     }
-    let m: Migration = serde_json::from_str(raw).map_err(|_| {
-        "invalid frame: 'migration' must be an object with string 'id' and 'side'".to_owned()
-    })?;
+    let m: Migration = serde_json::from_str(raw).map_err(|_| FrameError::Migration)?;
     if m.side != "target" {
-        return Err("invalid frame: 'migration.side' must be \"target\"".to_owned());
+        return Err(FrameError::MigrationSide);
     }
     Ok(m.id)
 }
 
-fn parse_failed(raw: &str) -> Result<Vec<FailedPart>, String> {
+fn parse_failed(raw: &str) -> Result<Vec<FailedPart>, FrameError> {
     #[derive(Deserialize)]
     struct Failed {
         id: String,
         reason: String,
     }
-    let parts: Vec<Failed> = serde_json::from_str(raw)
-        .map_err(|_| "'failed' must be an array of { id, reason } strings".to_owned())?;
+    let parts: Vec<Failed> = serde_json::from_str(raw).map_err(|_| FrameError::Failed)?;
     Ok(parts
         .into_iter()
         .map(|f| FailedPart {
@@ -358,12 +344,12 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    fn parse(text: &'a str) -> Result<Self, String> {
-        let invalid = |_: Invalid| "frame is not valid JSON".to_owned();
+    fn parse(text: &'a str) -> Result<Self, FrameError> {
+        let invalid = |_: Invalid| FrameError::NotJson;
         let mut s = Scanner::new(text);
         if s.peek() != Some(b'{') {
             return Err(match top_level_value(text) {
-                true => "invalid frame: not a JSON object".to_owned(),
+                true => FrameError::NotAnObject,
                 false => invalid(Invalid),
             });
         }
@@ -418,21 +404,19 @@ impl<'a> Fields<'a> {
         self.raw(key).map(|raw| raw.text)
     }
 
-    fn type_name(&self) -> Result<Cow<'a, str>, String> {
+    fn type_name(&self) -> Result<Cow<'a, str>, FrameError> {
         self.str("type")
     }
 
-    fn string(&self, key: &str) -> Result<String, String> {
+    fn string(&self, key: &'static str) -> Result<String, FrameError> {
         self.str(key).map(Cow::into_owned)
     }
 
     /// A string field, borrowed from the frame unless it has escapes, which are decoded as
     /// serde_json decodes a `String` (escaped surrogates must pair up).
-    fn str(&self, key: &str) -> Result<Cow<'a, str>, String> {
-        let raw = self
-            .get(key)
-            .ok_or_else(|| format!("invalid frame: '{key}' is missing"))?;
-        let not_a_string = || format!("invalid frame: '{key}' must be a string");
+    fn str(&self, key: &'static str) -> Result<Cow<'a, str>, FrameError> {
+        let raw = self.get(key).ok_or(FrameError::Missing(key))?;
+        let not_a_string = || FrameError::NotAString(key);
         let inner = raw
             .strip_prefix('"')
             .and_then(|s| s.strip_suffix('"'))
@@ -444,13 +428,11 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn payload(&self) -> Result<String, String> {
-        let raw = self
-            .raw("payload")
-            .ok_or_else(|| "invalid frame: 'payload' is missing".to_owned())?;
+    fn payload(&self) -> Result<String, FrameError> {
+        let raw = self.raw("payload").ok_or(FrameError::Missing("payload"))?;
         // `parse` has checked its syntax and its numbers already, with the rest of the frame.
         if !raw.finite {
-            return Err("invalid frame: 'payload' is not JSON with finite numbers".to_owned());
+            return Err(FrameError::PayloadNotFinite);
         }
         Ok(raw.text.to_owned())
     }
@@ -458,14 +440,9 @@ impl<'a> Fields<'a> {
     fn optional<T>(
         &self,
         key: &str,
-        parse: impl FnOnce(&'a str) -> Result<T, String>,
-    ) -> Result<Option<T>, String> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(raw) => parse(raw)
-                .map(Some)
-                .map_err(|reason| format!("invalid frame: {reason}")),
-        }
+        parse: impl FnOnce(&'a str) -> Result<T, FrameError>,
+    ) -> Result<Option<T>, FrameError> {
+        self.get(key).map(parse).transpose()
     }
 }
 
@@ -813,14 +790,14 @@ mod tests {
     const INVALID: &str = "frame is not valid JSON";
     const NOT_AN_OBJECT: &str = "invalid frame: not a JSON object";
 
-    fn get_state(id: &str) -> Result<WorkerFrame, String> {
+    fn get_state(id: &str) -> Result<WorkerFrame, FrameError> {
         Ok(WorkerFrame::GetState {
             migration_id: id.into(),
         })
     }
 
     fn error(text: &str) -> String {
-        parse_worker_frame(text).expect_err(text)
+        parse_worker_frame(text).expect_err(text).to_string()
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //! - [`frames`]: the protocol's frames, both directions, parsed as the shared schema does and
 //!   written as the JavaScript client does.
 //! - [`protocol`]: the protocol rules, a state machine with no I/O, no clock and no JavaScript.
+//! - Their errors, [`frames::FrameError`] and [`protocol::TooLarge`], each with its sentence.
 //!
 //! It depends on serde alone, so it builds for every target the package ships, WebAssembly
 //! included, and its tests run without a runtime or a socket.
 
+mod error;
 pub mod frames;
 mod json;
 pub mod protocol;

@@ -1105,7 +1105,7 @@ async fn next_frame(ws: &mut Socket) -> Result<JobFrame, End> {
             Message::Text(text) => {
                 check_size(text.len())?;
                 return parse_job_frame(text.as_str())
-                    .map_err(|reason| End::Broke(Rule::InvalidFrame, reason));
+                    .map_err(|reason| End::Broke(Rule::InvalidFrame, reason.to_string()));
             }
             Message::Binary(bytes) => {
                 check_size(bytes.len())?;

@@ -1,6 +1,7 @@
 //! What goes between the core and its transport: the actions it queues, the calls it asks for,
 //! the outcomes it is told, and the frames on their way out.
 
+pub use crate::error::TooLarge;
 use crate::frames::{JobFrame, MAX_FRAME_BYTES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,12 +239,6 @@ pub enum HandlerOutcome {
     Missing,
     Done,
     Threw(String),
-}
-
-/// A report method's argument could not be sent: the frame is over the size cap (D7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TooLarge {
-    pub bytes: usize,
 }
 
 pub(super) fn outbound(frame: &JobFrame) -> Outbound {
