@@ -137,10 +137,6 @@ impl Protocol {
         matches!(self.socket, Socket::Live { acked: true })
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.closed
-    }
-
     /// No socket will ever be opened again.
     pub fn is_finished(&self) -> bool {
         self.closed || self.replaced
