@@ -13,7 +13,6 @@ const diagnostics = require('./diagnostics.js')
 
 const URL_ENV = 'NORSK_WORKER_WS_URL'
 const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
-const MAX_FRAME_BYTES = 64 * 1024
 const DEFAULT_MIN_BACKOFF_MS = 1_000
 const DEFAULT_MAX_BACKOFF_MS = 30_000
 const DEFAULT_HEARTBEAT_MS = 15_000
@@ -21,8 +20,9 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 // Native transport only: a product's own socket keeps the reference's exact schedule, so its
 // fake-timer tests drive the backoff as they always did.
 const DEFAULT_NATIVE_JITTER = 0.2
-// By `handler` in the addon's handler-call actions (HandlerKind::ALL's order).
-const HANDLER_NAMES = ['onGetState', 'onInitialState', 'onCutoverReady', 'onCutoverApply', 'onAbort', 'onConnected']
+// How a handler ended, for the addon's `settle`.
+const DONE = { kind: 'Done' }
+const MISSING = { kind: 'Missing' }
 
 function stateRefusal(reason) {
   return { refused: true, reason }
@@ -144,7 +144,7 @@ function socketClient(handlers, url, token, name, opts) {
   // elsewhere the client's own thread reads it and hands over each event.
   const readsHere = !Socket && hasLibuv()
   const core = Socket
-    ? Client.jsSocket(options)
+    ? Client.jsSocket(options, performance.now())
     : Client.native(options, dispatchFromRuntime, readsHere ? readable : undefined)
   if (Socket) transport = jsSocketTransport(Socket, url, () => core, (actions) => run(actions))
 
@@ -194,7 +194,7 @@ function socketClient(handlers, url, token, name, opts) {
           log(action.line)
           break
         case 'GetState':
-          void answerGetState(action.migrationId)
+          void answerGetState(action)
           break
         case 'InitialState':
           initialState(action)
@@ -212,7 +212,7 @@ function socketClient(handlers, url, token, name, opts) {
           settle(action, () => handlers.onConnected?.(action.role, action.migrationId))
           break
         case 'TooLarge':
-          throw new RangeError(`frame of ${action.bytes} bytes is over the ${MAX_FRAME_BYTES}-byte limit; not sent`)
+          throw new RangeError(action.message)
         case 'Open':
           transport.open()
           break
@@ -222,11 +222,8 @@ function socketClient(handlers, url, token, name, opts) {
         case 'Close':
           transport.close(action.code, action.reason)
           break
-        case 'StartTimer':
-          transport.startTimer(action.timer, action.delayMs)
-          break
-        case 'CancelTimer':
-          transport.cancelTimer(action.timer)
+        case 'SetTimer':
+          transport.setTimer(action.delayMs)
           break
         case 'Connection':
           diagnostics.connection(clientId, action)
@@ -246,9 +243,9 @@ function socketClient(handlers, url, token, name, opts) {
     try {
       handler = handlers.onInitialState
     } catch (e) {
-      return run(core.handlerThrew(action.handler, action.migrationId, describe(e) ?? 'a value that cannot be printed'))
+      return run(core.settle(action.handler, action.migrationId, { kind: 'Threw', printed: describe(e) }))
     }
-    if (!handler) return run(core.handlerMissing(action.handler, action.migrationId))
+    if (!handler) return run(core.settle(action.handler, action.migrationId, MISSING))
     settle(action, () => handler.call(handlers, JSON.parse(action.payload), action.migrationId))
   }
 
@@ -256,46 +253,44 @@ function socketClient(handlers, url, token, name, opts) {
   // the core how it ended. Nothing it throws or rejects with escapes (D4).
   function settle(action, invoke) {
     const migrationId = action.migrationId ?? ''
-    const context = handlerContext(HANDLER_NAMES[action.handler], action.migrationId)
+    const context = handlerContext(action.handler, action.migrationId)
     void (async () => {
-      let printed
+      let outcome = DONE
       try {
         if (context === undefined) await invoke()
         else await diagnostics.traced(context, invoke)
       } catch (e) {
-        printed = describe(e) ?? 'a value that cannot be printed'
+        outcome = { kind: 'Threw', printed: describe(e) }
       }
-      run(
-        printed === undefined
-          ? core.handlerDone(action.handler, migrationId)
-          : core.handlerThrew(action.handler, migrationId, printed),
-      )
+      run(core.settle(action.handler, migrationId, outcome))
     })().catch(reportGlueError)
   }
 
   // The propose: every path ends in exactly one outcome for the core, which answers it.
-  async function answerGetState(migrationId) {
+  async function answerGetState(action) {
+    const { handler: name, migrationId } = action
+    const answered = (outcome) => run(core.settle(name, migrationId, outcome))
     try {
       let answer
       try {
         // Read inside the try: a getter that throws is a handler that throws (D3).
         const handler = handlers.onGetState
-        if (!handler) return run(core.stateMissing(migrationId))
-        const context = diagnostics.handlerContext(clientId, 'onGetState', migrationId)
+        if (!handler) return answered(MISSING)
+        const context = diagnostics.handlerContext(clientId, name, migrationId)
         answer = await (context === undefined
           ? handler.call(handlers, migrationId)
           : diagnostics.traced(context, () => handler.call(handlers, migrationId)))
       } catch (e) {
-        return run(core.stateThrew(migrationId, describe(e)))
+        return answered({ kind: 'Threw', printed: describe(e) })
       }
-      if (isStateRefusal(answer)) return run(core.stateRefused(migrationId, answer.reason))
+      if (isStateRefusal(answer)) return answered({ kind: 'Refused', reason: answer.reason })
       let json
       try {
         json = JSON.stringify(answer)
       } catch (e) {
-        return run(core.stateNotJson(migrationId, describe(e) ?? 'it cannot be serialised'))
+        return answered({ kind: 'NotJson', why: describe(e) ?? 'it cannot be serialised' })
       }
-      run(core.stateValue(migrationId, json ?? 'null'))
+      answered({ kind: 'Value', json: json ?? 'null' })
     } catch (e) {
       reportGlueError(e)
     }
@@ -417,11 +412,10 @@ function frameText(data) {
 
 // The transport over a WHATWG-shaped socket the product supplies, run on the JavaScript thread
 // with the reference's timing: the socket is constructed one microtask after it is asked for,
-// events are handled synchronously, and the reconnect timer is a JavaScript timer.
+// events are handled synchronously, and the core's one timer is a JavaScript timer.
 function jsSocketTransport(Ctor, url, getCore, run) {
   let socket
-  // The core's timers, by their number in its actions.
-  const timers = new Map()
+  let timer
   const forget = () => {
     const s = socket
     socket = undefined
@@ -438,7 +432,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         try {
           s = new Ctor(url)
         } catch (e) {
-          run(core.socketOpenFailed(describe(e) ?? 'the WebSocket constructor threw'))
+          run(core.socketOpenFailed(describe(e) ?? 'the WebSocket constructor threw', performance.now()))
           return
         }
         socket = s
@@ -451,15 +445,17 @@ function jsSocketTransport(Ctor, url, getCore, run) {
           if (socket === s) run(core.socketOpened(performance.now()))
         }
         s.onmessage = (ev) => {
-          if (socket === s) run(core.socketMessage(frameText(ev?.data)))
+          if (socket === s) run(core.socketMessage(frameText(ev?.data), performance.now()))
         }
         s.onclose = (ev) => {
           if (socket !== s) return
           socket = undefined
-          run(core.socketClosed(typeof ev?.code === 'number' ? ev.code : 1005, String(ev?.reason ?? '')))
+          run(
+            core.socketClosed(typeof ev?.code === 'number' ? ev.code : 1005, String(ev?.reason ?? ''), performance.now()),
+          )
         }
         s.onerror = () => {
-          if (socket === s) run(core.socketErrored())
+          if (socket === s) run(core.socketErrored(performance.now()))
         }
       })
     },
@@ -468,7 +464,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
       try {
         s.send(text)
       } catch (e) {
-        run(getCore().socketSendFailed(text, describe(e) ?? 'send threw'))
+        run(getCore().socketSendFailed(text, describe(e) ?? 'send threw', performance.now()))
       }
     },
     close(code, reason) {
@@ -480,19 +476,15 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         // already gone
       }
     },
-    startTimer(id, ms) {
-      clearTimeout(timers.get(id))
-      timers.set(
-        id,
-        setTimeout(() => {
-          timers.delete(id)
-          run(getCore().timerFired(id, performance.now()))
-        }, ms),
-      )
-    },
-    cancelTimer(id) {
-      clearTimeout(timers.get(id))
-      timers.delete(id)
+    setTimer(ms) {
+      clearTimeout(timer)
+      timer =
+        ms === undefined || ms === null
+          ? undefined
+          : setTimeout(() => {
+              timer = undefined
+              run(getCore().timerFired(performance.now()))
+            }, ms)
     },
   }
 }

@@ -1,8 +1,8 @@
 //! The native client's WebSocket: tungstenite's synchronous protocol over a non-blocking TCP
 //! socket (with rustls for `wss://`), so either thread can read or write it without waiting.
 //!
-//! Which thread waits for the socket changes over a connection's life (see `native.rs`): the
-//! runtime thread connects, and reads whenever the JavaScript thread cannot; on Node the
+//! Which thread waits for the socket changes over a connection's life (`native/handoff.rs`):
+//! the runtime thread connects, and reads whenever the JavaScript thread cannot; on Node the
 //! JavaScript thread reads it the rest of the time, woken by libuv. While the runtime thread is
 //! the one waiting, [`Tcp`] keeps a duplicate of the socket registered with that thread's
 //! reactor; while JavaScript reads, nothing of ours is registered, so an arriving frame wakes

@@ -1,6 +1,7 @@
 //! Arbitrary event sequences driving the protocol core, through a model of the transport and of
 //! the worker at the other end of the socket. Events are only ever ones a transport can produce
-//! (a socket opens only after the core asked for one, a timer fires only when armed, a frame the
+//! (a socket opens only after the core asked for one, the clock moves only forward and the
+//! transport's one timer fires at the core's next deadline, a frame the
 //! core asked to send is either delivered in order or fails, along with every frame queued behind
 //! it on the same socket); the worker sends whatever the input says.
 //!
@@ -12,8 +13,9 @@
 //! - a report is sent only on an acked socket; the report held while disconnected is at most
 //!   one, the latest (or, after a failed send, the failed one if none was held), and it is what
 //!   the next hello-ack sends before anything else;
-//! - never two sockets or two timers at once; nothing opened or sent after `close()`, nothing
-//!   opened after 4409;
+//! - never two sockets at once; nothing opened or sent after `close()`, nothing opened after
+//!   4409; no deadline after `close()`, none but the reconnect without a socket, no reconnect
+//!   after 4409;
 //! - `connected()` is true exactly while the socket is open and acked.
 #![no_main]
 
@@ -22,12 +24,15 @@ use ctl_migration_core::frames::{
     parse_worker_frame, AppliedSummary, FailedPart, JobFrame, WorkerFrame,
 };
 use ctl_migration_core::protocol::{
-    Action, Config, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome, Timer, TooLarge,
+    Action, Config, Deadline, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome,
+    TooLarge,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
 
 const IDS: [&str; 3] = ["a", "b", "c"];
+/// The deadlines of a socket or an attempt.
+const LIVENESS: [Deadline; 3] = [Deadline::Connect, Deadline::Ping, Deadline::Silence];
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 struct Id(u8);
@@ -94,8 +99,8 @@ enum Event {
     /// (a propose outliving its socket, a report held across several drops) in few events:
     /// the socket opens and the worker acks it.
     Connect(Option<Id>),
-    /// The socket ends (closed with this code), the reconnect timer fires, a new socket opens
-    /// and is acked.
+    /// The socket ends (closed with this code), the reconnect comes, a new socket opens and is
+    /// acked.
     Reconnect(CloseCode, Option<Id>),
     /// The socket the core asked for opened / failed to.
     OpenSucceeded,
@@ -112,6 +117,7 @@ enum Event {
     Deliver,
     /// Writing the first queued frame fails; the socket is gone.
     SendFailed,
+    /// The clock moves to the reconnect, if one is due.
     Timer,
     /// `onGetState` for one of the ids settles.
     StateSettled(Id, Settle),
@@ -123,7 +129,7 @@ enum Event {
     ReportApplied(Option<Vec<String>>, Option<f64>),
     Abort(String),
     Close,
-    /// One of the liveness timers (connect deadline, ping, silence) fires, if it runs.
+    /// The clock moves to one of the liveness deadlines (connect, ping, silence), if it runs.
     Liveness(u8),
     /// The socket carries something (a frame, a ping, a pong): the clock moves on by this.
     Traffic(u8),
@@ -174,8 +180,6 @@ struct Model {
     pending_open: bool,
     sock: Option<Sock>,
     next_sock: u64,
-    /// When each running core timer is due, by `Timer::index`.
-    due: [Option<f64>; 4],
     /// The transport's clock.
     now: f64,
     /// Frames the core asked to send, with the socket they were for, not yet written.
@@ -260,46 +264,30 @@ impl Harness {
                     self.m.sock = None;
                     self.m.pending_open = false;
                 }
-                Action::StartTimer { timer, delay_ms } => {
-                    assert!(!self.m.closed, "{timer:?} started after close()");
-                    assert!(
-                        !self.m.replaced || timer != Timer::Reconnect,
-                        "a reconnect timer after 4409"
-                    );
-                    assert!(
-                        self.m.due[timer.index()].is_none(),
-                        "{timer:?} started twice"
-                    );
-                    assert!(delay_ms.is_finite() && delay_ms >= 0.0, "delay {delay_ms}");
-                    if timer != Timer::Reconnect {
-                        assert!(
-                            self.m.sock.is_some() || self.m.pending_open,
-                            "{timer:?} with no socket or attempt"
-                        );
-                    }
-                    self.m.due[timer.index()] = Some(self.m.now + delay_ms);
-                }
-                Action::CancelTimer(timer) => {
-                    assert!(
-                        self.m.due[timer.index()].is_some(),
-                        "{timer:?} cancelled but not running"
-                    );
-                    self.m.due[timer.index()] = None;
-                }
                 Action::Ping => assert!(self.m.sock.is_some(), "a ping with no socket"),
                 Action::Call(_) | Action::Log(_) | Action::Note(_) => {}
             }
         }
         if self.m.closed {
-            assert_eq!(self.m.due, [None; 4], "a timer runs after close()");
+            assert_eq!(self.core.poll_timeout(), None, "a deadline after close()");
+        }
+        if self.m.replaced {
+            assert_eq!(
+                self.core.deadline(Deadline::Reconnect),
+                None,
+                "a reconnect after 4409"
+            );
         }
         if self.m.sock.is_none() && !self.m.pending_open {
-            for timer in [Timer::ConnectDeadline, Timer::Ping, Timer::Silence] {
+            for deadline in LIVENESS {
                 assert!(
-                    self.m.due[timer.index()].is_none(),
-                    "{timer:?} outlived its socket"
+                    self.core.deadline(deadline).is_none(),
+                    "{deadline:?} outlived its socket"
                 );
             }
+        }
+        if let Some(at) = self.core.poll_timeout() {
+            assert!(at.is_finite(), "a deadline at {at}");
         }
         let acked = self.m.sock.as_ref().is_some_and(|s| s.acked);
         assert_eq!(self.core.connected(), acked, "connected() disagrees");
@@ -320,18 +308,21 @@ impl Harness {
         self.m.sock.take().map(|s| s.id)
     }
 
-    /// `timer` fires, if it runs, when it is due (the clock moves on to then).
-    fn fire(&mut self, timer: Timer) {
-        let Some(due) = self.m.due[timer.index()].take() else {
+    /// The clock moves on to when `deadline` is due, if it runs, and the transport's timer
+    /// tells the core (each deadline due by then comes, earliest first).
+    fn fire(&mut self, deadline: Deadline) {
+        let Some(due) = self.core.deadline(deadline) else {
             return;
         };
         self.fail_stale();
         self.m.now = self.m.now.max(due);
-        if timer != Timer::Reconnect && self.m.sock.is_none() && !self.m.pending_open {
-            panic!("{timer:?} fired with no socket or attempt");
-        }
-        self.core.on_timer(timer, self.m.now);
+        self.core.handle_timeout(self.m.now);
         self.actions();
+        assert_ne!(
+            self.core.deadline(deadline),
+            Some(due),
+            "{deadline:?} came but runs on"
+        );
     }
 
     fn fail_stale(&mut self) {
@@ -345,7 +336,7 @@ impl Harness {
                 self.m.held = Some(out.text.clone());
             }
             self.core
-                .on_send_failed(out, "the connection it was meant for has ended");
+                .on_send_failed(out, "the connection it was meant for has ended", self.m.now);
             let sends = self.actions();
             assert!(sends.is_empty(), "a failed send sent something");
         }
@@ -407,7 +398,7 @@ impl Harness {
                     return;
                 }
                 self.m.pending_open = false;
-                self.core.on_open_failed("refused");
+                self.core.on_open_failed("refused", self.m.now);
                 self.actions();
             }
             Event::Worker(frame) => {
@@ -460,7 +451,7 @@ impl Harness {
                 }
                 let was_acked = sock.acked;
                 let held = self.m.held.clone();
-                self.core.on_frame(&text);
+                self.core.on_frame(&text, self.m.now);
                 let now_acked = self.core.connected();
                 if let Some(sock) = self.m.sock.as_mut() {
                     sock.acked = now_acked;
@@ -492,7 +483,7 @@ impl Harness {
                     return;
                 }
                 self.end_socket();
-                self.core.on_error();
+                self.core.on_error(self.m.now);
                 self.actions();
             }
             Event::Stalled => {
@@ -500,7 +491,7 @@ impl Harness {
                     return;
                 }
                 self.end_socket();
-                self.core.on_stalled("stalled");
+                self.core.on_stalled("stalled", self.m.now);
                 self.actions();
             }
             Event::Deliver => {
@@ -517,16 +508,12 @@ impl Harness {
                 if out.is_report && self.m.held.is_none() && !self.m.closed {
                     self.m.held = Some(out.text.clone());
                 }
-                self.core.on_send_failed(out, "EPIPE");
+                self.core.on_send_failed(out, "EPIPE", self.m.now);
                 self.actions();
                 self.fail_stale();
             }
-            Event::Timer => self.fire(Timer::Reconnect),
-            Event::Liveness(k) => {
-                let timer =
-                    [Timer::ConnectDeadline, Timer::Ping, Timer::Silence][usize::from(k % 3)];
-                self.fire(timer);
-            }
+            Event::Timer => self.fire(Deadline::Reconnect),
+            Event::Liveness(k) => self.fire(LIVENESS[usize::from(k % 3)]),
             Event::Traffic(ms) => {
                 self.m.now += f64::from(ms);
                 if self.m.sock.is_some() {
@@ -627,7 +614,7 @@ impl Harness {
         if self.m.sock.is_none() || self.end_socket().is_none() {
             return;
         }
-        self.core.on_closed(code, "");
+        self.core.on_closed(code, "", self.m.now);
         if code == 4409 && !self.m.closed {
             self.m.replaced = true;
         }
@@ -637,7 +624,7 @@ impl Harness {
 
 fuzz_target!(|events: Vec<Event>| {
     let mut h = Harness::new();
-    h.core.start();
+    h.core.start(h.m.now);
     h.actions();
     for event in events.into_iter().take(400) {
         h.run(event);

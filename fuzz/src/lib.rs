@@ -18,12 +18,14 @@ pub fn check_against_oracle(text: &str) {
 }
 
 fn same_as_oracle(text: &str) {
+    // The oracle gives sentences; a FrameError prints its sentence.
     assert_eq!(
-        parse_worker_frame(text),
+        parse_worker_frame(text).map_err(|e| e.to_string()),
         oracle::parse_worker_frame(text),
         "parse_worker_frame({text:?})"
     );
-    let (job, expected) = (parse_job_frame(text), oracle::parse_job_frame(text));
+    let job = parse_job_frame(text).map_err(|e| e.to_string());
+    let expected = oracle::parse_job_frame(text);
     assert_eq!(job, expected, "parse_job_frame({text:?})");
     // `==` takes -0.0 for 0.0 in skewMs; the debug text tells them apart.
     assert_eq!(

@@ -12,7 +12,8 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class Client {
   /**
    * A client on the native transport; `start()` connects. `dispatch` receives the runtime
-   * thread's log lines and handler calls.
+   * thread's log lines and handler calls; `readable`, where given, the first event the
+   * JavaScript thread reads itself.
    */
   static native(options: ClientOptions, dispatch: (arg: Array<JsAction>) => void, readable?: ((arg: Array<JsAction>) => void) | undefined | null): Client
   /**
@@ -20,8 +21,11 @@ export declare class Client {
    * there is nothing (more) to read here. Takes the socket first if it is on offer.
    */
   readSocket(): Array<JsAction> | null
-  /** A client whose socket is a JavaScript object the glue drives; `start()` begins. */
-  static jsSocket(options: ClientOptions): Client
+  /**
+   * A client whose socket is a JavaScript object the glue drives; `start()` begins.
+   * `now_ms` is the glue's clock.
+   */
+  static jsSocket(options: ClientOptions, nowMs: number): Client
   get role(): string
   get connected(): boolean
   get migrationId(): string | null
@@ -40,26 +44,20 @@ export declare class Client {
   reportApplied(summary?: JsAppliedSummary | undefined | null): Array<JsAction>
   abort(reason: string): Array<JsAction>
   close(): Array<JsAction>
-  stateMissing(migrationId: string): Array<JsAction>
-  /** It returned (or resolved to) a value; `json` is `JSON.stringify`'s text of it. */
-  stateValue(migrationId: string, json: string): Array<JsAction>
-  /** `JSON.stringify` refused its value, saying `why`. */
-  stateNotJson(migrationId: string, why: string): Array<JsAction>
-  stateRefused(migrationId: string, reason: string): Array<JsAction>
-  /** It threw; `printed` is `String(thrown)`, absent when even that threw. */
-  stateThrew(migrationId: string, printed?: string | undefined | null): Array<JsAction>
-  handlerDone(handler: number, migrationId: string): Array<JsAction>
-  handlerMissing(handler: number, migrationId: string): Array<JsAction>
-  handlerThrew(handler: number, migrationId: string, printed: string): Array<JsAction>
+  /**
+   * The call to `handler` for `migration_id` (the one its action named) ended as `outcome`
+   * says; an error for an ending that handler cannot have.
+   */
+  settle(handler: Handler, migrationId: string, outcome: Settled): Array<JsAction>
   socketOpened(nowMs: number): Array<JsAction>
-  socketOpenFailed(error: string): Array<JsAction>
-  socketMessage(text: string): Array<JsAction>
-  socketClosed(code: number, reason: string): Array<JsAction>
-  socketErrored(): Array<JsAction>
+  socketOpenFailed(error: string, nowMs: number): Array<JsAction>
+  socketMessage(text: string, nowMs: number): Array<JsAction>
+  socketClosed(code: number, reason: string, nowMs: number): Array<JsAction>
+  socketErrored(nowMs: number): Array<JsAction>
   /** `send(text)` of a `Send` action threw `error`. */
-  socketSendFailed(text: string, error: string): Array<JsAction>
-  /** The timer a `StartTimer` action armed fired. */
-  timerFired(timer: number, nowMs: number): Array<JsAction>
+  socketSendFailed(text: string, error: string, nowMs: number): Array<JsAction>
+  /** The timer a `SetTimer` action set fired. */
+  timerFired(nowMs: number): Array<JsAction>
 }
 
 /** What `connectMigration` was given, resolved to values by the glue. */
@@ -79,24 +77,33 @@ export interface ClientOptions {
   connectTimeoutMs: number
 }
 
+/** A handler on the product's handlers object, by its name there. */
+export declare const enum Handler {
+  GetState = 'onGetState',
+  InitialState = 'onInitialState',
+  CutoverReady = 'onCutoverReady',
+  CutoverApply = 'onCutoverApply',
+  Abort = 'onAbort',
+  Connected = 'onConnected',
+}
+
 /**
  * One thing the glue must do, in order. A handler call carries `handler`, which the glue
- * hands back when the handler settles.
+ * hands back to `settle` when the handler ends.
  */
 export type JsAction =
   | { kind: 'Log'; line: string }
-  | { kind: 'GetState'; handler: number; migrationId: string }
-  | { kind: 'InitialState'; handler: number; payload: string; migrationId: string }
-  | { kind: 'CutoverReady'; handler: number; payload: string; migrationId: string }
-  | { kind: 'CutoverApply'; handler: number; payload: string; migrationId: string }
-  | { kind: 'Abort'; handler: number; reason: string; migrationId: string }
-  | { kind: 'Connected'; handler: number; role: string; migrationId?: string }
-  | { kind: 'TooLarge'; bytes: number }
+  | { kind: 'GetState'; handler: Handler; migrationId: string }
+  | { kind: 'InitialState'; handler: Handler; payload: string; migrationId: string }
+  | { kind: 'CutoverReady'; handler: Handler; payload: string; migrationId: string }
+  | { kind: 'CutoverApply'; handler: Handler; payload: string; migrationId: string }
+  | { kind: 'Abort'; handler: Handler; reason: string; migrationId: string }
+  | { kind: 'Connected'; handler: Handler; role: string; migrationId?: string }
+  | { kind: 'TooLarge'; message: string }
   | { kind: 'Open' }
   | { kind: 'Send'; text: string }
   | { kind: 'Close'; code?: number; reason?: string }
-  | { kind: 'StartTimer'; timer: number; delayMs: number }
-  | { kind: 'CancelTimer'; timer: number }
+  | { kind: 'SetTimer'; delayMs?: number }
   | { kind: 'Connection'; event: string; attempt: number; role?: string; migrationId?: string; code?: number; reason?: string; retryInMs?: number }
   | { kind: 'Frame'; direction: string; frameType: string; migrationId?: string; bytes: number }
   | { kind: 'Report'; reportType: string; outcome: string; migrationId?: string; reason?: string }
@@ -112,3 +119,15 @@ export interface JsFailedPart {
   id: string
   reason: string
 }
+
+/**
+ * How a handler the glue called ended. `onGetState` ends in any of these but `Done`; the
+ * others in `Done`, `Missing` or `Threw`.
+ */
+export type Settled =
+  | { kind: 'Missing' }
+  | { kind: 'Done' }
+  | { kind: 'Threw'; printed?: string }
+  | { kind: 'Value'; json: string }
+  | { kind: 'NotJson'; why: string }
+  | { kind: 'Refused'; reason: string }

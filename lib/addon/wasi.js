@@ -1,6 +1,6 @@
 'use strict'
 // The WebAssembly build of the client's binding (the core and the JavaScript-socket half of
-// src/binding.rs, built for wasm32-wasip1), instantiated with emnapi from wasm-runtime.js (a
+// src/binding/, built for wasm32-wasip1), instantiated with emnapi from wasm-runtime.js (a
 // CommonJS bundle made at build time by scripts/bundle-wasm-runtime.mjs, which says why).
 //
 // Not napi-rs's generated `.wasi.cjs`: that one uses `node:wasi`, whose WASI Bun lacks

@@ -348,7 +348,9 @@ impl Worker {
             }
             Inbound::Text(text) => match parse_job_frame(&text) {
                 Ok(frame) => frame,
-                Err(reason) => return self.violated(connection, Rule::InvalidFrame, reason),
+                Err(reason) => {
+                    return self.violated(connection, Rule::InvalidFrame, reason.to_string())
+                }
             },
             Inbound::Binary(bytes) => {
                 let detail = format!("a binary frame ({bytes} bytes); frames are JSON text");

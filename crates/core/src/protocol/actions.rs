@@ -1,0 +1,290 @@
+//! What goes between the core and its transport: the actions it queues, the calls it asks for,
+//! the outcomes it is told, and the frames on their way out.
+
+pub use crate::error::TooLarge;
+use crate::frames::{JobFrame, MAX_FRAME_BYTES};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Source,
+    Target,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Source => "source",
+            Role::Target => "target",
+        }
+    }
+}
+
+/// A handler the transport is asked to call on the product's handlers object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    GetState {
+        migration_id: String,
+    },
+    InitialState {
+        payload: String,
+        migration_id: String,
+    },
+    CutoverReady {
+        payload: String,
+        migration_id: String,
+    },
+    CutoverApply {
+        payload: String,
+        migration_id: String,
+    },
+    Abort {
+        reason: String,
+        migration_id: String,
+    },
+    /// D1: after every hello-ack.
+    Connected {
+        role: Role,
+        migration_id: Option<String>,
+    },
+}
+
+impl Call {
+    pub fn handler(&self) -> HandlerKind {
+        match self {
+            Call::GetState { .. } => HandlerKind::GetState,
+            Call::InitialState { .. } => HandlerKind::InitialState,
+            Call::CutoverReady { .. } => HandlerKind::CutoverReady,
+            Call::CutoverApply { .. } => HandlerKind::CutoverApply,
+            Call::Abort { .. } => HandlerKind::Abort,
+            Call::Connected { .. } => HandlerKind::Connected,
+        }
+    }
+}
+
+/// Which handler a [`Call`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerKind {
+    GetState,
+    InitialState,
+    CutoverReady,
+    CutoverApply,
+    Abort,
+    Connected,
+}
+
+impl HandlerKind {
+    pub const ALL: [HandlerKind; 6] = [
+        HandlerKind::GetState,
+        HandlerKind::InitialState,
+        HandlerKind::CutoverReady,
+        HandlerKind::CutoverApply,
+        HandlerKind::Abort,
+        HandlerKind::Connected,
+    ];
+
+    /// Its place in [`HandlerKind::ALL`], for a transport that cannot carry the type.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The worker frame that leads to the call.
+    pub fn frame_type(self) -> &'static str {
+        match self {
+            HandlerKind::GetState => "get-state",
+            HandlerKind::InitialState => "initial-state",
+            HandlerKind::CutoverReady => "cutover-ready",
+            HandlerKind::CutoverApply => "cutover-apply",
+            HandlerKind::Abort => "abort",
+            HandlerKind::Connected => "hello-ack",
+        }
+    }
+}
+
+/// A frame on its way out, with what it is so a failed send can be put right.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outbound {
+    pub type_name: &'static str,
+    pub text: String,
+    /// A report (`target-ready`, `source-stopped-output`, `target-applied`, `abort`) is held
+    /// while disconnected; a hello or a propose answer never is.
+    pub is_report: bool,
+}
+
+/// Which kinds of [`Note`] the transport wants; none by default, so that nothing is built for
+/// an observer nobody is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Observed {
+    pub connection: bool,
+    pub frames: bool,
+    pub reports: bool,
+}
+
+/// Which way a frame went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    In,
+    Out,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::In => "in",
+            Direction::Out => "out",
+        }
+    }
+}
+
+/// What became of a report (`target-ready`, `source-stopped-output`, `target-applied`, `abort`)
+/// or of an answer to the propose (`state`, `state-refused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportOutcome {
+    /// Handed to the socket.
+    Sent,
+    /// Made while disconnected; kept, to be sent right after the next hello-ack.
+    Held,
+    /// A held report replaced by a newer one (only the latest is kept).
+    Superseded,
+    /// Never to be sent, for the reason given.
+    Dropped(&'static str),
+}
+
+impl ReportOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportOutcome::Sent => "sent",
+            ReportOutcome::Held => "held",
+            ReportOutcome::Superseded => "superseded",
+            ReportOutcome::Dropped(_) => "dropped",
+        }
+    }
+}
+
+/// Something an observer may want to know, queued only for the kinds [`Observed`] asks for.
+/// It never carries a frame's content, so never the token.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    /// Connect attempt number `attempt` (counted from 1 over the client's life) begins.
+    Connecting { attempt: u32 },
+    /// The worker acknowledged the hello of attempt `attempt`.
+    Connected {
+        attempt: u32,
+        role: Role,
+        migration_id: Option<String>,
+    },
+    /// Attempt `attempt`'s socket ended: with the worker's close `code` and `reason`, or without
+    /// a code and with what went wrong. `retry_in_ms` is the delay before the next attempt;
+    /// none when there will be none.
+    Disconnected {
+        attempt: u32,
+        code: Option<u16>,
+        reason: String,
+        retry_in_ms: Option<f64>,
+        migration_id: Option<String>,
+    },
+    /// `close()`: nothing more will be sent or tried.
+    Closed { attempt: u32 },
+    /// A frame handed to the socket, or received and taken in; `migration_id` is the one an
+    /// inbound frame names, and for an outbound one the client's migration as it was sent.
+    Frame {
+        direction: Direction,
+        type_name: &'static str,
+        migration_id: Option<String>,
+        bytes: usize,
+    },
+    Report {
+        type_name: &'static str,
+        outcome: ReportOutcome,
+        migration_id: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Create a socket to the worker now.
+    Open,
+    Send(Outbound),
+    /// Close the current socket; no code and reason means the transport's plain `close()`.
+    Close {
+        code: Option<u16>,
+        reason: Option<&'static str>,
+    },
+    /// Send a WebSocket ping on the current socket.
+    Ping,
+    Call(Call),
+    Log(String),
+    /// For an observer; see [`Protocol::observe`](super::Protocol::observe).
+    Note(Note),
+}
+
+/// How the product's `onGetState` ended, as the transport saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateOutcome {
+    /// No `onGetState` on the handlers object.
+    Missing,
+    /// It returned (or resolved to) this JSON text.
+    Value(String),
+    /// It returned a value `JSON.stringify` refused (D3); the text says why.
+    NotJson(String),
+    /// It returned a `stateRefusal(reason)`.
+    Refused(String),
+    /// It threw; `None` when the thrown value could not be printed (D3).
+    Threw(Option<String>),
+}
+
+/// How any other handler ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerOutcome {
+    /// Not registered. Only `onInitialState` being absent is worth a log line.
+    Missing,
+    Done,
+    Threw(String),
+}
+
+pub(super) fn outbound(frame: &JobFrame) -> Outbound {
+    encode(frame, frame.to_text())
+}
+
+/// A `state-refused` the client makes itself. Its reason is cut to fit the frame cap: the
+/// propose must be answered whatever the reason's length.
+pub(super) fn refusal(mut reason: String) -> Outbound {
+    loop {
+        let out = outbound(&JobFrame::StateRefused {
+            reason: reason.clone(),
+        });
+        if out.text.len() <= MAX_FRAME_BYTES {
+            return out;
+        }
+        let mut cut = reason
+            .len()
+            .saturating_sub(out.text.len() - MAX_FRAME_BYTES + 3);
+        while !reason.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        reason.truncate(cut);
+        reason.push('…');
+    }
+}
+
+/// A frame for the wire, refused when over the cap (D7).
+pub(super) fn sized(frame: &JobFrame) -> Result<Outbound, TooLarge> {
+    let text = frame.to_text();
+    if text.len() > MAX_FRAME_BYTES {
+        return Err(TooLarge { bytes: text.len() });
+    }
+    Ok(encode(frame, text))
+}
+
+pub(super) fn encode(frame: &JobFrame, text: String) -> Outbound {
+    Outbound {
+        type_name: frame.type_name(),
+        text,
+        is_report: matches!(
+            frame,
+            JobFrame::TargetReady { .. }
+                | JobFrame::SourceStoppedOutput { .. }
+                | JobFrame::TargetApplied(_)
+                | JobFrame::Abort { .. }
+        ),
+    }
+}

@@ -1,0 +1,587 @@
+//! The protocol rules of the job side of the job socket, as a state machine with no I/O, no clock
+//! and no JavaScript. A transport feeds it what happened (a socket opened, a frame arrived, a
+//! handler settled, the product called a method), with the time on its clock, and carries out
+//! the actions it queues (open a socket, send, close, ping, call a handler, log a line).
+//!
+//! Every rule about when is the core's ([`clock`]): the transport asks
+//! [`Protocol::poll_timeout`] when it next needs the core, keeps one timer for then, and says
+//! [`Protocol::handle_timeout`] when it fires. The core bounds the transport's own waits on the
+//! worker too (a write it does not take, a close handshake): [`Protocol::on_wait_started`].
+//!
+//! Every rule here matches the JavaScript client `@norskvideo/ctl-sdk/migration` except where the
+//! README's "Differences from the JavaScript client" says otherwise (D1–D12 below).
+
+mod actions;
+mod clock;
+mod product;
+#[cfg(test)]
+mod tests;
+
+pub use actions::*;
+use clock::{display_ms, Deadlines, Waiting};
+pub use clock::{Deadline, Wait, CLOSE_HANDSHAKE_LIMIT_MS};
+
+use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
+use std::collections::VecDeque;
+
+/// Close code the worker uses after a newer connection for the same instance replaced this one.
+pub const CLOSE_REPLACED: u16 = 4409;
+/// Close code of a connection lost without a close frame (never sent on the wire).
+pub const CLOSE_ABNORMAL: u16 = 1006;
+/// Close code the worker uses for a missing or wrong token, or a path naming no instance.
+pub const CLOSE_UNAUTHORIZED: u16 = 4401;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The worker's URL; only ever logged (the token travels in the hello, never in the URL).
+    pub url: String,
+    pub token: String,
+    /// How the product is named in a refusal the client makes for it.
+    pub name: String,
+    pub reconnect_min_ms: f64,
+    pub reconnect_max_ms: f64,
+    /// Each reconnect delay is drawn uniformly from [d·(1 − jitter), d]; 0 keeps the
+    /// reference's exact schedule.
+    pub reconnect_jitter: f64,
+    /// Seeds the jitter's random draws; the core keeps no clock and no entropy of its own.
+    pub seed: u64,
+    /// Ping the worker this often while a socket is open, and declare a socket dead that has
+    /// carried nothing (no frame, no pong) for twice as long; 0 turns both off. Only a
+    /// transport that can ping uses it: a WHATWG socket cannot.
+    pub heartbeat_ms: f64,
+    /// A connect attempt (TCP, upgrade, hello-ack) that takes longer than this has failed;
+    /// 0 turns it off.
+    pub connect_timeout_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Socket {
+    /// No socket: before the first open, between attempts, after close.
+    None,
+    /// A socket exists; `acked` once the worker's hello-ack arrived on it.
+    Live { acked: bool },
+}
+
+#[derive(Debug, Clone)]
+struct StateRequest {
+    migration_id: String,
+    answered: bool,
+}
+
+#[derive(Debug)]
+pub struct Protocol {
+    cfg: Config,
+    socket: Socket,
+    role: Role,
+    migration_id: Option<String>,
+    /// `close()` was called: nothing more is sent, held or reconnected.
+    closed: bool,
+    /// D5: replaced by a newer connection (4409); never reconnect.
+    replaced: bool,
+    attempt: u32,
+    /// Connect attempts made, the current one included: its number in [`Note`]s.
+    attempts: u32,
+    /// Which notes to queue.
+    observed: Observed,
+    /// The latest time a transport event carried.
+    now: f64,
+    deadlines: Deadlines,
+    /// The transport's wait on the worker in progress, if any.
+    waiting: Option<Waiting>,
+    /// When the current socket last carried anything, on the transport's clock.
+    last_traffic_ms: f64,
+    /// The latest report made while disconnected.
+    held: Option<Outbound>,
+    state_request: Option<StateRequest>,
+    actions: VecDeque<Action>,
+    /// xorshift64* state for the jitter.
+    random: u64,
+}
+
+impl Protocol {
+    pub fn new(cfg: Config) -> Self {
+        Protocol {
+            socket: Socket::None,
+            role: Role::Source,
+            migration_id: None,
+            closed: false,
+            replaced: false,
+            attempt: 0,
+            attempts: 0,
+            observed: Observed::default(),
+            now: 0.0,
+            deadlines: Deadlines::default(),
+            waiting: None,
+            last_traffic_ms: 0.0,
+            held: None,
+            state_request: None,
+            actions: VecDeque::new(),
+            // xorshift must not start at zero.
+            random: cfg.seed | 1,
+            cfg,
+        }
+    }
+
+    // ── what the transport reads ─────────────────────────────────────────
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn migration_id(&self) -> Option<&str> {
+        self.migration_id.as_deref()
+    }
+
+    /// True while a socket is open and hello-acked.
+    pub fn connected(&self) -> bool {
+        matches!(self.socket, Socket::Live { acked: true })
+    }
+
+    /// No socket will ever be opened again.
+    pub fn is_finished(&self) -> bool {
+        self.closed || self.replaced
+    }
+
+    pub fn has_held_report(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// Queue [`Note`]s of these kinds from now on (none by default).
+    pub fn observe(&mut self, observed: Observed) {
+        self.observed = observed;
+    }
+
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    pub fn drain_actions(&mut self) -> impl Iterator<Item = Action> + '_ {
+        self.actions.drain(..)
+    }
+
+    // ── transport events ─────────────────────────────────────────────────
+
+    /// The client was created: connect.
+    pub fn start(&mut self, now: f64) {
+        self.tell(now);
+        if !self.is_finished() {
+            self.open();
+        }
+    }
+
+    // ── transport events ─────────────────────────────────────────────────
+
+    /// The socket carried a ping or a pong at `now`: proof of life, as a frame is.
+    pub fn on_traffic(&mut self, now: f64) {
+        self.tell(now);
+        self.last_traffic_ms = now;
+    }
+
+    /// Creating the socket failed outright (a constructor threw, a connect was refused).
+    pub fn on_open_failed(&mut self, error: &str, now: f64) {
+        self.tell(now);
+        if !matches!(self.socket, Socket::Live { .. }) || self.closed {
+            return;
+        }
+        self.socket = Socket::None;
+        self.state_request = None;
+        self.stop_liveness();
+        self.log(format!("connect to {} failed: {error}", self.cfg.url));
+        let retry_in_ms = self.schedule_reconnect(None);
+        self.note_disconnected(None, || error.to_owned(), retry_in_ms);
+    }
+
+    /// The socket is open: say hello, and start the heartbeat.
+    pub fn on_open(&mut self, now: f64) {
+        self.tell(now);
+        if !matches!(self.socket, Socket::Live { .. }) {
+            return;
+        }
+        if let (Some(period), Some(limit)) = (self.heartbeat_period_ms(), self.silence_limit_ms()) {
+            self.last_traffic_ms = now;
+            self.arm(Deadline::Ping, period);
+            self.arm(Deadline::Silence, limit);
+        }
+        let hello = JobFrame::Hello {
+            token: self.cfg.token.clone(),
+        };
+        self.send(outbound(&hello));
+    }
+
+    /// A frame arrived at `now` (traffic, as a ping or a pong is).
+    pub fn on_frame(&mut self, text: &str, now: f64) {
+        self.on_traffic(now);
+        let Socket::Live { acked } = self.socket else {
+            return;
+        };
+        let frame = match parse_worker_frame(text) {
+            Ok(frame) => frame,
+            Err(reason) => {
+                self.log(format!("ignoring frame from the worker: {reason}"));
+                return;
+            }
+        };
+        if acked || matches!(frame, WorkerFrame::HelloAck { .. }) {
+            self.note_frame(
+                Direction::In,
+                frame.type_name(),
+                frame.migration_id(),
+                text.len(),
+            );
+        }
+        if !acked {
+            match frame {
+                WorkerFrame::HelloAck { migration } => self.on_acked(migration),
+                other => self.log(format!(
+                    "expected hello-ack, got '{}'; ignoring",
+                    other.type_name()
+                )),
+            }
+            return;
+        }
+        match frame {
+            WorkerFrame::HelloAck { .. } => {}
+            WorkerFrame::GetState { migration_id } => self.on_get_state(migration_id),
+            WorkerFrame::InitialState {
+                migration_id,
+                payload,
+            } => {
+                self.migration_id = Some(migration_id.clone());
+                self.call(Call::InitialState {
+                    payload,
+                    migration_id,
+                });
+            }
+            WorkerFrame::CutoverReady {
+                migration_id,
+                payload,
+            } => {
+                self.migration_id = Some(migration_id.clone());
+                self.call(Call::CutoverReady {
+                    payload,
+                    migration_id,
+                });
+            }
+            WorkerFrame::CutoverApply {
+                migration_id,
+                payload,
+            } => {
+                self.migration_id = Some(migration_id.clone());
+                self.call(Call::CutoverApply {
+                    payload,
+                    migration_id,
+                });
+            }
+            WorkerFrame::Abort {
+                migration_id,
+                reason,
+            } => {
+                // An abort ends an unanswered propose too: an answer after it would meet a
+                // worker with nothing in flight (4400).
+                if self
+                    .state_request
+                    .as_ref()
+                    .is_some_and(|r| r.migration_id == migration_id)
+                {
+                    self.state_request = None;
+                }
+                self.call(Call::Abort {
+                    reason,
+                    migration_id,
+                });
+            }
+        }
+    }
+
+    /// The socket closed (with the close frame's code and reason, 1005/1006 when there was none).
+    pub fn on_closed(&mut self, code: u16, reason: &str, now: f64) {
+        self.tell(now);
+        if !self.end_socket() {
+            return;
+        }
+        let suffix = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(" {reason}")
+        };
+        self.log(format!("socket closed ({code}{suffix})"));
+        let retry_in_ms = match code {
+            CLOSE_REPLACED => {
+                // D5: a newer connection for this instance exists; reconnecting would only
+                // replace it in turn.
+                self.replaced = true;
+                self.log(
+                    "replaced by a newer connection for this instance (4409); not reconnecting"
+                        .to_owned(),
+                );
+                None
+            }
+            CLOSE_UNAUTHORIZED => {
+                let delay = self.cfg.reconnect_max_ms;
+                self.log(format!(
+                    "the worker refused the token or the instance (4401); retrying in {} ms",
+                    display_ms(delay)
+                ));
+                self.schedule_reconnect(Some(delay))
+            }
+            _ => self.schedule_reconnect(None),
+        };
+        self.note_disconnected(Some(code), || reason.to_owned(), retry_in_ms);
+    }
+
+    /// The socket failed. Its end, whether or not a close event follows (undici on Node 22
+    /// fires only `error` when a connection fails).
+    pub fn on_error(&mut self, now: f64) {
+        self.tell(now);
+        if !self.end_socket() {
+            return;
+        }
+        self.log("socket error; will reconnect".to_owned());
+        self.actions.push_back(Action::Close {
+            code: None,
+            reason: None,
+        });
+        let retry_in_ms = self.schedule_reconnect(None);
+        // Lost without a close frame: the code a WebSocket reports for that.
+        self.note_disconnected(
+            Some(CLOSE_ABNORMAL),
+            || "socket error".to_owned(),
+            retry_in_ms,
+        );
+    }
+
+    /// The transport gave up on the current socket: the connect attempt (TCP, upgrade and
+    /// hello-ack) took too long, or the worker went silent (no frame or pong within the
+    /// heartbeat's window). `why` says which, for the log.
+    pub fn on_stalled(&mut self, why: &str, now: f64) {
+        self.tell(now);
+        self.stalled(why);
+    }
+
+    fn stalled(&mut self, why: &str) {
+        if !self.end_socket() {
+            return;
+        }
+        self.log(format!("{why}; reconnecting"));
+        self.actions.push_back(Action::Close {
+            code: None,
+            reason: None,
+        });
+        let retry_in_ms = self.schedule_reconnect(None);
+        self.note_disconnected(None, || why.to_owned(), retry_in_ms);
+    }
+
+    /// D11: a send that failed is a broken connection. A report is kept as the held one unless
+    /// a newer report is already held.
+    pub fn on_send_failed(&mut self, frame: Outbound, error: &str, now: f64) {
+        self.tell(now);
+        let type_name = frame.type_name;
+        self.log(format!("send of '{type_name}' failed: {error}"));
+        if self.closed {
+            if frame.is_report {
+                self.note_report(type_name, ReportOutcome::Dropped("closed"));
+            }
+            return;
+        }
+        if frame.is_report {
+            // The held report, if there is one, was made after this one: it wins.
+            if self.held.is_none() {
+                self.note_report(type_name, ReportOutcome::Held);
+                self.held = Some(frame);
+            } else {
+                self.note_report(type_name, ReportOutcome::Superseded);
+            }
+        }
+        if self.end_socket() {
+            self.actions.push_back(Action::Close {
+                code: None,
+                reason: None,
+            });
+            let retry_in_ms = self.schedule_reconnect(None);
+            self.note_disconnected(
+                None,
+                || format!("send of '{type_name}' failed: {error}"),
+                retry_in_ms,
+            );
+        }
+    }
+
+    /// D11 for a transport that knows only the text it failed to send (a JavaScript socket):
+    /// the text is a frame this core wrote, read back to tell what it was.
+    pub fn on_send_text_failed(&mut self, text: String, error: &str, now: f64) {
+        let frame = match parse_job_frame(&text) {
+            Ok(frame) => encode(&frame, text),
+            // Not one of ours; whatever it was, the connection is as broken.
+            Err(_) => Outbound {
+                type_name: "frame",
+                text,
+                is_report: false,
+            },
+        };
+        self.on_send_failed(frame, error, now);
+    }
+
+    /// `close()`: stop reconnecting and close.
+    pub fn close(&mut self) {
+        let first = !self.closed;
+        self.closed = true;
+        if let Some(held) = self.held.take() {
+            self.note_report(held.type_name, ReportOutcome::Dropped("closed"));
+        }
+        self.deadlines.clear(Deadline::Reconnect);
+        self.stop_liveness();
+        if matches!(self.socket, Socket::Live { .. }) {
+            self.socket = Socket::None;
+            self.actions.push_back(Action::Close {
+                code: Some(1000),
+                reason: Some("job closing"),
+            });
+        }
+        if first && self.observed.connection {
+            self.note(Note::Closed {
+                attempt: self.attempts,
+            });
+        }
+    }
+
+    // ── rules ────────────────────────────────────────────────────────────
+
+    fn open(&mut self) {
+        self.socket = Socket::Live { acked: false };
+        self.attempts = self.attempts.saturating_add(1);
+        self.actions.push_back(Action::Open);
+        if self.observed.connection {
+            self.note(Note::Connecting {
+                attempt: self.attempts,
+            });
+        }
+        if self.cfg.connect_timeout_ms > 0.0 {
+            self.arm(Deadline::Connect, self.cfg.connect_timeout_ms);
+        }
+    }
+
+    fn on_acked(&mut self, migration: Option<String>) {
+        self.attempt = 0;
+        self.deadlines.clear(Deadline::Connect);
+        self.socket = Socket::Live { acked: true };
+        match migration {
+            Some(id) => {
+                self.role = Role::Target;
+                self.migration_id = Some(id);
+            }
+            None => {
+                // D8: an instance that is no longer a target has no migration either.
+                if self.role == Role::Target {
+                    self.migration_id = None;
+                }
+                self.role = Role::Source;
+            }
+        }
+        let suffix = match &self.migration_id {
+            Some(id) => format!(" (migration {id})"),
+            None => String::new(),
+        };
+        self.log(format!("connected as {}{suffix}", self.role.as_str()));
+        if self.observed.connection {
+            self.note(Note::Connected {
+                attempt: self.attempts,
+                role: self.role,
+                migration_id: self.migration_id.clone(),
+            });
+        }
+        if let Some(held) = self.held.take() {
+            self.send_report(held);
+        }
+        self.call(Call::Connected {
+            role: self.role,
+            migration_id: self.migration_id.clone(),
+        });
+    }
+
+    fn send(&mut self, out: Outbound) {
+        if self.observed.frames {
+            self.note(Note::Frame {
+                direction: Direction::Out,
+                type_name: out.type_name,
+                migration_id: self.migration_id.clone(),
+                bytes: out.text.len(),
+            });
+        }
+        self.actions.push_back(Action::Send(out));
+    }
+
+    fn send_report(&mut self, out: Outbound) {
+        let type_name = out.type_name;
+        self.send(out);
+        self.note_report(type_name, ReportOutcome::Sent);
+    }
+
+    fn note(&mut self, note: Note) {
+        self.actions.push_back(Action::Note(note));
+    }
+
+    fn note_frame(
+        &mut self,
+        direction: Direction,
+        type_name: &'static str,
+        migration_id: Option<&str>,
+        bytes: usize,
+    ) {
+        if self.observed.frames {
+            self.note(Note::Frame {
+                direction,
+                type_name,
+                migration_id: migration_id.map(str::to_owned),
+                bytes,
+            });
+        }
+    }
+
+    fn note_report(&mut self, type_name: &'static str, outcome: ReportOutcome) {
+        if self.observed.reports {
+            self.note(Note::Report {
+                type_name,
+                outcome,
+                migration_id: self.migration_id.clone(),
+            });
+        }
+    }
+
+    /// The current attempt's socket ended; `reason` is only built when it is noted.
+    fn note_disconnected(
+        &mut self,
+        code: Option<u16>,
+        reason: impl FnOnce() -> String,
+        retry_in_ms: Option<f64>,
+    ) {
+        if self.observed.connection {
+            self.note(Note::Disconnected {
+                attempt: self.attempts,
+                code,
+                reason: reason(),
+                retry_in_ms,
+                migration_id: self.migration_id.clone(),
+            });
+        }
+    }
+
+    fn call(&mut self, call: Call) {
+        self.actions.push_back(Action::Call(call));
+    }
+
+    fn log(&mut self, line: String) {
+        self.actions.push_back(Action::Log(line));
+    }
+
+    /// Forgets the current socket; false when there was none (a stale or repeated event).
+    fn end_socket(&mut self) -> bool {
+        if !matches!(self.socket, Socket::Live { .. }) {
+            return false;
+        }
+        self.socket = Socket::None;
+        // A drop mid-propose is the source aborting; the worker asks afresh.
+        self.state_request = None;
+        self.stop_liveness();
+        !self.closed
+    }
+}

@@ -1,0 +1,210 @@
+//! The product's side of the rules: how its handlers ended, and its own calls (the reports, the
+//! answer to the worker's propose).
+
+use super::{
+    refusal, sized, Call, HandlerKind, HandlerOutcome, Outbound, Protocol, ReportOutcome, Role,
+    StateOutcome, StateRequest, TooLarge,
+};
+use crate::frames::{AppliedSummary, JobFrame, MAX_FRAME_BYTES};
+
+impl Protocol {
+    // ── handler results ──────────────────────────────────────────────────
+
+    /// `onGetState` for `migration_id` ended.
+    pub fn on_state_settled(&mut self, migration_id: &str, outcome: StateOutcome) {
+        match outcome {
+            StateOutcome::Missing => {
+                let reason = format!(
+                    "{} registered no onGetState handler (connectMigration without onGetState); it cannot hand over",
+                    self.cfg.name
+                );
+                self.log(format!("get-state for {migration_id}: {reason}; refusing"));
+                self.answer_state(refusal(reason));
+            }
+            StateOutcome::Threw(text) => {
+                let reason = match text {
+                    Some(text) => {
+                        self.log(format!(
+                            "onGetState for {migration_id} threw: {text}; refusing"
+                        ));
+                        format!("onGetState threw: {text}")
+                    }
+                    None => {
+                        let reason = "onGetState threw a value that cannot be printed".to_owned();
+                        self.log(format!("{reason} (get-state for {migration_id}); refusing"));
+                        reason
+                    }
+                };
+                self.answer_state(refusal(reason));
+            }
+            answer => {
+                // A handler that was superseded, or that answered from inside, is done.
+                match &self.state_request {
+                    Some(req) if req.migration_id == migration_id && !req.answered => {}
+                    _ => return,
+                }
+                let out = match answer {
+                    StateOutcome::Refused(reason) => refusal(reason),
+                    StateOutcome::NotJson(why) => {
+                        let reason = format!("onGetState returned a state that is not JSON: {why}");
+                        self.log(format!("get-state for {migration_id}: {reason}; refusing"));
+                        refusal(reason)
+                    }
+                    StateOutcome::Value(payload) => match sized(&JobFrame::State { payload }) {
+                        Ok(out) => out,
+                        Err(TooLarge { bytes }) => {
+                            let reason = format!(
+                                "onGetState returned a state of {bytes} bytes, over the {MAX_FRAME_BYTES}-byte frame limit"
+                            );
+                            self.log(format!("get-state for {migration_id}: {reason}; refusing"));
+                            refusal(reason)
+                        }
+                    },
+                    StateOutcome::Missing | StateOutcome::Threw(_) => return,
+                };
+                self.answer_state(out);
+            }
+        }
+    }
+
+    /// Any handler but `onGetState` ended.
+    pub fn on_handler_settled(
+        &mut self,
+        handler: HandlerKind,
+        migration_id: &str,
+        outcome: HandlerOutcome,
+    ) {
+        match (handler, outcome) {
+            (HandlerKind::InitialState, HandlerOutcome::Missing) => {
+                self.log(format!(
+                    "initial-state for {migration_id} arrived but no onInitialState handler is registered; the source's state is dropped"
+                ));
+            }
+            (_, HandlerOutcome::Threw(text)) => {
+                self.log(format!(
+                    "handler for '{}' threw: {text}",
+                    handler.frame_type()
+                ));
+            }
+            // D8: a source leaves the migration the abort names, and only that one.
+            (HandlerKind::Abort, _)
+                if self.role == Role::Source
+                    && self.migration_id.as_deref() == Some(migration_id) =>
+            {
+                self.migration_id = None;
+            }
+            _ => {}
+        }
+    }
+
+    // ── the product's calls ──────────────────────────────────────────────
+
+    /// `reportState(payload)`: the product answers the propose itself.
+    pub fn report_state(&mut self, payload: String) -> Result<(), TooLarge> {
+        self.answer_state(sized(&JobFrame::State { payload })?);
+        Ok(())
+    }
+
+    /// `refuseState(reason)`.
+    pub fn refuse_state(&mut self, reason: String) -> Result<(), TooLarge> {
+        self.answer_state(sized(&JobFrame::StateRefused { reason })?);
+        Ok(())
+    }
+
+    pub fn report_ready(&mut self, payload: String) -> Result<(), TooLarge> {
+        self.report(JobFrame::TargetReady { payload })
+    }
+
+    pub fn report_stopped_output(&mut self, payload: String) -> Result<(), TooLarge> {
+        self.report(JobFrame::SourceStoppedOutput { payload })
+    }
+
+    pub fn report_applied(&mut self, summary: AppliedSummary) -> Result<(), TooLarge> {
+        self.report(JobFrame::TargetApplied(summary))
+    }
+
+    pub fn abort(&mut self, reason: String) -> Result<(), TooLarge> {
+        self.report(JobFrame::Abort { reason })
+    }
+
+    pub(super) fn on_get_state(&mut self, migration_id: String) {
+        if let Some(req) = &self.state_request {
+            if !req.answered {
+                // The worker never asks twice at once; if it does, the newer ask is the one it
+                // is waiting on.
+                self.log(format!(
+                    "get-state for {migration_id} while {} is unanswered; superseded",
+                    req.migration_id
+                ));
+            }
+        }
+        self.state_request = Some(StateRequest {
+            migration_id: migration_id.clone(),
+            answered: false,
+        });
+        self.migration_id = Some(migration_id.clone());
+        self.call(Call::GetState { migration_id });
+    }
+
+    /// The one answer to the get-state in flight. The worker closes 4400 on an answer with none
+    /// in flight, so such an answer is dropped here. Never held: a drop mid-propose is the
+    /// source aborting, and the worker asks again next time.
+    fn answer_state(&mut self, out: Outbound) {
+        let type_name = out.type_name;
+        if self.closed {
+            self.note_report(type_name, ReportOutcome::Dropped("closed"));
+            return;
+        }
+        let Some(req) = self.state_request.as_mut() else {
+            self.log(format!(
+                "'{type_name}' with no get-state in flight; dropped"
+            ));
+            self.note_report(type_name, ReportOutcome::Dropped("no get-state in flight"));
+            return;
+        };
+        if req.answered {
+            let id = req.migration_id.clone();
+            self.log(format!(
+                "'{type_name}' after get-state for {id} was already answered; dropped"
+            ));
+            self.note_report(
+                type_name,
+                ReportOutcome::Dropped("get-state already answered"),
+            );
+            return;
+        }
+        req.answered = true;
+        let req_id = req.migration_id.clone();
+        if type_name == "state-refused" && self.migration_id.as_deref() == Some(req_id.as_str()) {
+            // A source that refused is not in the migration; it may be asked again.
+            self.migration_id = None;
+        }
+        if !self.connected() {
+            self.log(format!(
+                "'{type_name}' for {req_id} while disconnected; dropped — the worker will ask again"
+            ));
+            self.note_report(type_name, ReportOutcome::Dropped("disconnected"));
+            return;
+        }
+        self.send_report(out);
+    }
+
+    fn report(&mut self, frame: JobFrame) -> Result<(), TooLarge> {
+        let out = sized(&frame)?;
+        if self.closed {
+            self.note_report(out.type_name, ReportOutcome::Dropped("closed"));
+            return Ok(());
+        }
+        if self.connected() {
+            self.send_report(out);
+        } else {
+            // The latest report wins: a position reported twice is the newer position.
+            if let Some(older) = self.held.take() {
+                self.note_report(older.type_name, ReportOutcome::Superseded);
+            }
+            self.note_report(out.type_name, ReportOutcome::Held);
+            self.held = Some(out);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,364 @@
+//! The Node-API surface: one class, `Client`, over the protocol core, with either transport.
+//!
+//! Every method returns the actions the JavaScript glue (`lib/client.js`) must carry out now, as
+//! typed objects (`{ kind: 'Send', text }`, `{ kind: 'CutoverReady', payload, migrationId, … }`,
+//! [`actions`]). With the native transport ([`native`], not in the WebAssembly build) that is
+//! only log lines and handler calls (the socket lives on the runtime thread, whose own log
+//! lines and handler calls arrive through one threadsafe function); with a JavaScript socket
+//! ([`JsSocket`]) it is everything, socket work and its one timer too, so the glue runs it
+//! synchronously on the JavaScript thread as the reference client does.
+//!
+//! A handler call names its [`Handler`]; the glue tells how it ended with one `settle` call.
+
+mod actions;
+
+use actions::{to_js, Ended, Handler, JsAction, Settled};
+use ctl_migration_core::frames::{AppliedSummary, FailedPart};
+use ctl_migration_core::protocol::{Config, Observed, Protocol, TooLarge};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+
+/// The bits of `Client.observe`'s mask, one per kind of note.
+const OBSERVE_CONNECTION: u32 = 1;
+const OBSERVE_FRAMES: u32 = 2;
+const OBSERVE_REPORTS: u32 = 4;
+
+/// What `connectMigration` was given, resolved to values by the glue.
+#[napi(object)]
+pub struct ClientOptions {
+    pub url: String,
+    pub token: String,
+    pub name: String,
+    pub reconnect_min_ms: f64,
+    pub reconnect_max_ms: f64,
+    pub reconnect_jitter: f64,
+    /// 0 disables. The native transport only: a WHATWG socket cannot ping.
+    pub heartbeat_ms: f64,
+    /// 0 disables. The native transport only: with a JavaScript socket connecting is the
+    /// socket's business, as with the JavaScript client.
+    pub connect_timeout_ms: f64,
+}
+
+fn core(options: ClientOptions, liveness: bool) -> Protocol {
+    let (heartbeat_ms, connect_timeout_ms) = if liveness {
+        (options.heartbeat_ms, options.connect_timeout_ms)
+    } else {
+        (0.0, 0.0)
+    };
+    Protocol::new(Config {
+        url: options.url,
+        token: options.token,
+        name: options.name,
+        reconnect_min_ms: options.reconnect_min_ms,
+        reconnect_max_ms: options.reconnect_max_ms,
+        reconnect_jitter: options.reconnect_jitter,
+        seed: RandomState::new().build_hasher().finish(),
+        heartbeat_ms,
+        connect_timeout_ms,
+    })
+}
+
+#[napi(object)]
+pub struct JsFailedPart {
+    pub id: String,
+    pub reason: String,
+}
+
+/// `reportApplied`'s summary, already checked by the glue.
+#[napi(object)]
+pub struct JsAppliedSummary {
+    pub applied: Option<Vec<String>>,
+    pub failed: Option<Vec<JsFailedPart>>,
+    pub skew_ms: Option<f64>,
+}
+
+/// A core whose socket and timer are the glue's, on the glue's clock (`performance.now()`).
+struct JsSocket {
+    core: Protocol,
+    /// The glue's clock as of its latest event.
+    now: f64,
+    /// The deadline the glue's one timer is set for.
+    timer_at: Option<f64>,
+}
+
+impl JsSocket {
+    /// Runs `f` at `now` (the latest time the glue told, if none) and takes the actions for the
+    /// glue, with a `SetTimer` last when the core's next deadline moved.
+    fn run<R>(
+        &mut self,
+        now: Option<f64>,
+        f: impl FnOnce(&mut Protocol, f64) -> R,
+    ) -> (R, Vec<JsAction>) {
+        if let Some(now) = now {
+            self.now = self.now.max(now);
+        }
+        let result = f(&mut self.core, self.now);
+        let mut actions: Vec<JsAction> = self.core.drain_actions().filter_map(to_js).collect();
+        let next = self.core.poll_timeout();
+        if next != self.timer_at {
+            self.timer_at = next;
+            actions.push(JsAction::SetTimer {
+                delay_ms: next.map(|at| at - self.now),
+            });
+        }
+        (result, actions)
+    }
+}
+
+enum Transport {
+    #[cfg(not(target_family = "wasm"))]
+    Native(native::Native),
+    JsSocket(Box<JsSocket>),
+}
+
+#[napi]
+pub struct Client {
+    transport: Transport,
+}
+
+// After `Client`: napi-rs expands a `#[napi] impl` only after the struct it is for.
+#[cfg(not(target_family = "wasm"))]
+mod native;
+
+#[napi]
+impl Client {
+    /// A client whose socket is a JavaScript object the glue drives; `start()` begins.
+    /// `now_ms` is the glue's clock.
+    #[napi(factory)]
+    pub fn js_socket(options: ClientOptions, now_ms: f64) -> Client {
+        Client::over(Transport::JsSocket(Box::new(JsSocket {
+            core: core(options, false),
+            now: now_ms,
+            timer_at: None,
+        })))
+    }
+
+    #[napi(getter)]
+    pub fn role(&self) -> &'static str {
+        match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native(native) => native.role().as_str(),
+            Transport::JsSocket(js) => js.core.role().as_str(),
+        }
+    }
+
+    #[napi(getter)]
+    pub fn connected(&self) -> bool {
+        match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native(native) => native.connected(),
+            Transport::JsSocket(js) => js.core.connected(),
+        }
+    }
+
+    #[napi(getter)]
+    pub fn migration_id(&self) -> Option<String> {
+        match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native(native) => native.migration_id(),
+            Transport::JsSocket(js) => js.core.migration_id().map(str::to_owned),
+        }
+    }
+
+    /// No socket will ever be opened again (closed, or replaced by a newer connection).
+    #[napi(getter)]
+    pub fn finished(&self) -> bool {
+        match &self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native(native) => native.finished(),
+            Transport::JsSocket(js) => js.core.is_finished(),
+        }
+    }
+
+    /// Which notes the glue wants from now on: a mask of 1 (connection), 2 (frames) and
+    /// 4 (reports); 0, the default, builds none.
+    #[napi]
+    pub fn observe(&mut self, mask: u32) {
+        let observed = Observed {
+            connection: mask & OBSERVE_CONNECTION != 0,
+            frames: mask & OBSERVE_FRAMES != 0,
+            reports: mask & OBSERVE_REPORTS != 0,
+        };
+        // Queues nothing: there are no actions to hand back.
+        self.apply(|core, _| core.observe(observed));
+    }
+
+    #[napi]
+    pub fn start(&mut self) -> Vec<JsAction> {
+        self.apply(|core, now| core.start(now))
+    }
+
+    #[napi]
+    pub fn report_state(&mut self, payload: String) -> Vec<JsAction> {
+        self.report(|core| core.report_state(payload))
+    }
+
+    #[napi]
+    pub fn refuse_state(&mut self, reason: String) -> Vec<JsAction> {
+        self.report(|core| core.refuse_state(reason))
+    }
+
+    #[napi]
+    pub fn report_ready(&mut self, payload: String) -> Vec<JsAction> {
+        self.report(|core| core.report_ready(payload))
+    }
+
+    #[napi]
+    pub fn report_stopped_output(&mut self, payload: String) -> Vec<JsAction> {
+        self.report(|core| core.report_stopped_output(payload))
+    }
+
+    #[napi]
+    pub fn report_applied(&mut self, summary: Option<JsAppliedSummary>) -> Vec<JsAction> {
+        let summary = summary.map(|s| AppliedSummary {
+            applied: s.applied,
+            failed: s.failed.map(|parts| {
+                parts
+                    .into_iter()
+                    .map(|p| FailedPart {
+                        id: p.id,
+                        reason: p.reason,
+                    })
+                    .collect()
+            }),
+            skew_ms: s.skew_ms,
+        });
+        self.report(|core| core.report_applied(summary.unwrap_or_default()))
+    }
+
+    #[napi]
+    pub fn abort(&mut self, reason: String) -> Vec<JsAction> {
+        self.report(|core| core.abort(reason))
+    }
+
+    #[napi]
+    pub fn close(&mut self) -> Vec<JsAction> {
+        let actions = self.apply(|core, _| core.close());
+        #[cfg(not(target_family = "wasm"))]
+        if let Transport::Native(native) = &self.transport {
+            native.closed();
+        }
+        actions
+    }
+
+    /// The call to `handler` for `migration_id` (the one its action named) ended as `outcome`
+    /// says; an error for an ending that handler cannot have.
+    #[napi]
+    pub fn settle(
+        &mut self,
+        handler: Handler,
+        migration_id: String,
+        outcome: Settled,
+    ) -> Result<Vec<JsAction>> {
+        let ended = outcome
+            .for_handler(handler)
+            .map_err(|why| Error::new(Status::InvalidArg, why))?;
+        Ok(self.apply(|core, _| match ended {
+            Ended::State(outcome) => core.on_state_settled(&migration_id, outcome),
+            Ended::Handler(kind, outcome) => core.on_handler_settled(kind, &migration_id, outcome),
+        }))
+    }
+
+    // ── events of a JavaScript socket; `now_ms` is the glue's clock ──────
+
+    #[napi]
+    pub fn socket_opened(&mut self, now_ms: f64) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| core.on_open(now))
+    }
+
+    #[napi]
+    pub fn socket_open_failed(&mut self, error: String, now_ms: f64) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| core.on_open_failed(&error, now))
+    }
+
+    #[napi]
+    pub fn socket_message(&mut self, text: String, now_ms: f64) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| core.on_frame(&text, now))
+    }
+
+    #[napi]
+    pub fn socket_closed(&mut self, code: u32, reason: String, now_ms: f64) -> Vec<JsAction> {
+        let code = u16::try_from(code).unwrap_or(1006);
+        self.socket_event(now_ms, |core, now| core.on_closed(code, &reason, now))
+    }
+
+    #[napi]
+    pub fn socket_errored(&mut self, now_ms: f64) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| core.on_error(now))
+    }
+
+    /// `send(text)` of a `Send` action threw `error`.
+    #[napi]
+    pub fn socket_send_failed(
+        &mut self,
+        text: String,
+        error: String,
+        now_ms: f64,
+    ) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| {
+            core.on_send_text_failed(text, &error, now)
+        })
+    }
+
+    /// The timer a `SetTimer` action set fired.
+    #[napi]
+    pub fn timer_fired(&mut self, now_ms: f64) -> Vec<JsAction> {
+        let Some(js) = self.js_socket_mut() else {
+            return Vec::new();
+        };
+        // It was set for the core's deadline, so that has come, whatever the glue's clock
+        // reads (a timer may fire a hair early; fake timers move no clock).
+        let due = js.timer_at.take().map_or(now_ms, |at| now_ms.max(at));
+        js.run(Some(due), |core, now| core.handle_timeout(now)).1
+    }
+}
+
+impl Client {
+    fn over(transport: Transport) -> Client {
+        Client { transport }
+    }
+
+    fn js_socket_mut(&mut self) -> Option<&mut JsSocket> {
+        match &mut self.transport {
+            Transport::JsSocket(js) => Some(js),
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native(_) => None,
+        }
+    }
+
+    fn apply(&mut self, f: impl FnOnce(&mut Protocol, f64)) -> Vec<JsAction> {
+        self.run(f).1
+    }
+
+    /// Runs `f` on the core with the time on the transport's clock.
+    fn run<R>(&mut self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<JsAction>) {
+        match &mut self.transport {
+            #[cfg(not(target_family = "wasm"))]
+            Transport::Native(native) => native.run(f),
+            Transport::JsSocket(js) => js.run(None, f),
+        }
+    }
+
+    /// An event of the glue's socket, at `now_ms` on its clock.
+    fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Vec<JsAction> {
+        match self.js_socket_mut() {
+            Some(js) => js.run(Some(now_ms), f).1,
+            None => Vec::new(),
+        }
+    }
+
+    /// A report, or the one action saying it was over the frame cap.
+    fn report(
+        &mut self,
+        f: impl FnOnce(&mut Protocol) -> std::result::Result<(), TooLarge>,
+    ) -> Vec<JsAction> {
+        match self.run(|core, _| f(core)) {
+            (Ok(()), actions) => actions,
+            (Err(too_large), _) => vec![JsAction::TooLarge {
+                message: too_large.to_string(),
+            }],
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The class over the native transport ([`crate::native`]): its factory, the threadsafe
+//! function through which the runtime thread hands JavaScript its events, the state JavaScript
+//! reads, and `readSocket`, through which the JavaScript thread reads the socket itself.
+
+use super::actions::{to_js, JsAction};
+use super::{core, Client, ClientOptions, Transport};
+use crate::native::{JsRead, JsSink, JsWork, NativeClient, Status};
+use ctl_migration_core::protocol::{Protocol, Role};
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+#[cfg(unix)]
+mod js_reads;
+use js_reads::SocketReads;
+
+/// Off Unix the JavaScript thread never reads the socket (libuv's poll takes a different kind
+/// of handle there): the runtime thread does all the reading, as on Bun and Deno.
+#[cfg(not(unix))]
+mod js_reads {
+    use super::{JsAction, NativeClient, Shown, TsfnSink};
+    use napi::bindgen_prelude::*;
+    use std::sync::Arc;
+
+    pub enum SocketReads {}
+
+    impl SocketReads {
+        pub fn event_loop(_env: &Env) -> Option<*mut std::ffi::c_void> {
+            None
+        }
+
+        pub fn new(
+            _env: &Env,
+            _uv_loop: *mut std::ffi::c_void,
+            _readable: Function<Vec<JsAction>, ()>,
+            _client: NativeClient<TsfnSink>,
+            _shown: Arc<Shown>,
+        ) -> Result<SocketReads> {
+            Err(Error::from_reason(
+                "the JavaScript thread cannot poll sockets here",
+            ))
+        }
+
+        pub fn poll(&self, _socket: std::net::TcpStream) -> Result<()> {
+            match *self {}
+        }
+
+        pub fn stop(&self) {
+            match *self {}
+        }
+    }
+}
+
+type Dispatch = ThreadsafeFunction<JsWork, (), Vec<JsAction>, napi::Status, false>;
+
+pub struct TsfnSink(Dispatch);
+
+impl JsSink for TsfnSink {
+    fn deliver(&self, work: JsWork) {
+        // NonBlocking on an unbounded queue only fails once Node is shutting down.
+        let _ = self.0.call(work, ThreadsafeFunctionCallMode::NonBlocking);
+    }
+}
+
+/// What `role`, `migrationId` and `connected` read on the native transport: the state as of
+/// the events JavaScript has been handed so far (see [`Status`]), set on the JavaScript thread
+/// only. The core may be ahead of it; a handler must see what its own event left.
+#[derive(Default)]
+pub struct Shown(Mutex<Option<Status>>);
+
+impl Shown {
+    /// Adopts `status` unless a newer one was adopted already (the runtime thread's and the
+    /// JavaScript thread's snapshots can arrive out of order).
+    fn adopt(&self, status: Option<Status>) {
+        let Some(status) = status else { return };
+        let mut shown = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if shown.as_ref().is_none_or(|s| status.seq > s.seq) {
+            *shown = Some(status);
+        }
+    }
+
+    /// One event's work for the glue: its state adopted, its actions in the glue's terms. On
+    /// the JavaScript thread, just before the glue runs them.
+    pub fn actions(&self, work: JsWork) -> Vec<JsAction> {
+        self.adopt(work.status);
+        work.actions.into_iter().filter_map(to_js).collect()
+    }
+
+    fn read<R>(&self, f: impl FnOnce(Option<&Status>) -> R) -> R {
+        f(self.0.lock().unwrap_or_else(|p| p.into_inner()).as_ref())
+    }
+}
+
+pub struct Native {
+    client: NativeClient<TsfnSink>,
+    shown: Arc<Shown>,
+    /// Where the JavaScript thread reads the socket itself (Node, with libuv).
+    reads: Option<Rc<SocketReads>>,
+}
+
+impl Native {
+    /// Runs `f` on the core with the time on the transport's clock.
+    pub fn run<R>(&self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<JsAction>) {
+        let (result, work) = self.client.with_core(f);
+        // JavaScript is now up to date with what it just did.
+        (result, self.shown.actions(work))
+    }
+
+    pub fn role(&self) -> Role {
+        self.shown.read(|s| s.map_or(Role::Source, |s| s.role))
+    }
+
+    pub fn connected(&self) -> bool {
+        self.shown.read(|s| s.is_some_and(|s| s.connected))
+    }
+
+    pub fn migration_id(&self) -> Option<String> {
+        self.shown.read(|s| s.and_then(|s| s.migration_id.clone()))
+    }
+
+    pub fn finished(&self) -> bool {
+        self.client.read(|core| core.is_finished())
+    }
+
+    /// After `close()`: the task may have nothing else to wake it.
+    pub fn closed(&self) {
+        self.client.wake();
+    }
+}
+
+#[napi]
+impl Client {
+    /// A client on the native transport; `start()` connects. `dispatch` receives the runtime
+    /// thread's log lines and handler calls; `readable`, where given, the first event the
+    /// JavaScript thread reads itself.
+    #[napi(factory)]
+    pub fn native(
+        env: Env,
+        options: ClientOptions,
+        dispatch: Function<Vec<JsAction>, ()>,
+        readable: Option<Function<Vec<JsAction>, ()>>,
+    ) -> Result<Client> {
+        let shown = Arc::new(Shown::default());
+        let shown_by_dispatch = shown.clone();
+        let tsfn: Dispatch = dispatch
+            .build_threadsafe_function::<JsWork>()
+            .callee_handled::<false>()
+            .build_callback(move |ctx| Ok(shown_by_dispatch.actions(ctx.value)))?;
+        let uv_loop = readable
+            .as_ref()
+            .and_then(|_| SocketReads::event_loop(&env));
+        let url = options.url.clone();
+        let client =
+            NativeClient::start(core(options, true), url, TsfnSink(tsfn), uv_loop.is_some())
+                .map_err(Error::from_reason)?;
+        let reads = match (uv_loop, readable) {
+            (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(
+                &env,
+                uv_loop,
+                readable,
+                client.clone(),
+                shown.clone(),
+            )?)),
+            _ => None,
+        };
+        // A worker thread that ends without close() must not leave its socket, or a poll on
+        // its event loop, behind.
+        let cleanup = (client.clone(), reads.clone());
+        env.add_env_cleanup_hook(cleanup, |(client, reads)| {
+            if let Some(reads) = reads {
+                reads.stop();
+            }
+            client.shutdown();
+        })?;
+        Ok(Client::over(Transport::Native(Native {
+            client,
+            shown,
+            reads,
+        })))
+    }
+
+    /// Reads one frame on the JavaScript thread and returns what it asks of the glue; null when
+    /// there is nothing (more) to read here. Takes the socket first if it is on offer.
+    #[napi]
+    pub fn read_socket(&mut self) -> Result<Option<Vec<JsAction>>> {
+        let Some(Native {
+            client,
+            shown,
+            reads: Some(reads),
+        }) = self.native_transport()
+        else {
+            return Ok(None);
+        };
+        if let Some(socket) = client.accept_offer() {
+            reads.poll(socket)?;
+        }
+        Ok(match client.read_on_js_thread() {
+            JsRead::Taken(work) => Some(shown.actions(work)),
+            JsRead::Nothing => None,
+            JsRead::NotReader => {
+                reads.stop();
+                None
+            }
+        })
+    }
+}
+
+impl Client {
+    fn native_transport(&self) -> Option<&Native> {
+        match &self.transport {
+            Transport::Native(native) => Some(native),
+            Transport::JsSocket(_) => None,
+        }
+    }
+}
