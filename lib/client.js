@@ -451,7 +451,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
           if (socket !== s) return
           socket = undefined
           run(
-            core.socketClosed(typeof ev?.code === 'number' ? ev.code : 1005, String(ev?.reason ?? ''), performance.now()),
+            core.socketClosed(typeof ev?.code === 'number' ? ev.code : undefined, String(ev?.reason ?? ''), performance.now()),
           )
         }
         s.onerror = () => {

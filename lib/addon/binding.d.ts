@@ -52,7 +52,7 @@ export declare class Client {
   socketOpened(nowMs: number): Array<JsAction>
   socketOpenFailed(error: string, nowMs: number): Array<JsAction>
   socketMessage(text: string, nowMs: number): Array<JsAction>
-  socketClosed(code: number, reason: string, nowMs: number): Array<JsAction>
+  socketClosed(code: number | undefined | null, reason: string, nowMs: number): Array<JsAction>
   socketErrored(nowMs: number): Array<JsAction>
   /** `send(text)` of a `Send` action threw `error`. */
   socketSendFailed(text: string, error: string, nowMs: number): Array<JsAction>

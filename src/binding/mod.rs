@@ -13,6 +13,7 @@
 mod actions;
 
 use actions::{to_js, Ended, Handler, JsAction, Settled};
+use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{Config, Observed, Protocol, TooLarge};
 use napi::bindgen_prelude::*;
@@ -279,8 +280,16 @@ impl Client {
     }
 
     #[napi]
-    pub fn socket_closed(&mut self, code: u32, reason: String, now_ms: f64) -> Vec<JsAction> {
-        let code = u16::try_from(code).unwrap_or(1006);
+    pub fn socket_closed(
+        &mut self,
+        code: Option<u32>,
+        reason: String,
+        now_ms: f64,
+    ) -> Vec<JsAction> {
+        // A close event with no code (or none a close frame can carry) had no status.
+        let code = code
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(close_code::NO_STATUS);
         self.socket_event(now_ms, |core, now| core.on_closed(code, &reason, now))
     }
 

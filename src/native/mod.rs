@@ -26,6 +26,7 @@ mod handoff;
 mod task;
 
 use crate::wire::{would_block, Ws};
+use ctl_migration_core::close_code;
 use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
 use ctl_migration_runtime::runtime;
 use handoff::{Handoff, JsTurn, Reader, Undelivered};
@@ -402,7 +403,7 @@ fn feed_read<S>(
         Ok(Message::Close(frame)) => {
             let (code, reason) = match frame {
                 Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
-                None => (1005, String::new()),
+                None => (close_code::NO_STATUS, String::new()),
             };
             core.on_closed(code, &reason, now);
             Some(Retire::Reply)

@@ -2,6 +2,7 @@
 //! the outcomes it is told, and the frames on their way out.
 
 pub use crate::error::TooLarge;
+use crate::frame_type::FrameType;
 use crate::frames::{JobFrame, MAX_FRAME_BYTES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,14 +89,14 @@ impl HandlerKind {
     }
 
     /// The worker frame that leads to the call.
-    pub fn frame_type(self) -> &'static str {
+    pub fn frame_type(self) -> FrameType {
         match self {
-            HandlerKind::GetState => "get-state",
-            HandlerKind::InitialState => "initial-state",
-            HandlerKind::CutoverReady => "cutover-ready",
-            HandlerKind::CutoverApply => "cutover-apply",
-            HandlerKind::Abort => "abort",
-            HandlerKind::Connected => "hello-ack",
+            HandlerKind::GetState => FrameType::GetState,
+            HandlerKind::InitialState => FrameType::InitialState,
+            HandlerKind::CutoverReady => FrameType::CutoverReady,
+            HandlerKind::CutoverApply => FrameType::CutoverApply,
+            HandlerKind::Abort => FrameType::Abort,
+            HandlerKind::Connected => FrameType::HelloAck,
         }
     }
 }

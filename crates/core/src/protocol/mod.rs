@@ -21,15 +21,9 @@ pub use actions::*;
 use clock::{display_ms, Deadlines, Waiting};
 pub use clock::{Deadline, Wait, CLOSE_HANDSHAKE_LIMIT_MS};
 
+use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
 use std::collections::VecDeque;
-
-/// Close code the worker uses after a newer connection for the same instance replaced this one.
-pub const CLOSE_REPLACED: u16 = 4409;
-/// Close code of a connection lost without a close frame (never sent on the wire).
-pub const CLOSE_ABNORMAL: u16 = 1006;
-/// Close code the worker uses for a missing or wrong token, or a path naming no instance.
-pub const CLOSE_UNAUTHORIZED: u16 = 4401;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -306,7 +300,7 @@ impl Protocol {
         };
         self.log(format!("socket closed ({code}{suffix})"));
         let retry_in_ms = match code {
-            CLOSE_REPLACED => {
+            close_code::REPLACED => {
                 // D5: a newer connection for this instance exists; reconnecting would only
                 // replace it in turn.
                 self.replaced = true;
@@ -316,7 +310,7 @@ impl Protocol {
                 );
                 None
             }
-            CLOSE_UNAUTHORIZED => {
+            close_code::UNAUTHORIZED => {
                 let delay = self.cfg.reconnect_max_ms;
                 self.log(format!(
                     "the worker refused the token or the instance (4401); retrying in {} ms",
@@ -344,7 +338,7 @@ impl Protocol {
         let retry_in_ms = self.schedule_reconnect(None);
         // Lost without a close frame: the code a WebSocket reports for that.
         self.note_disconnected(
-            Some(CLOSE_ABNORMAL),
+            Some(close_code::ABNORMAL),
             || "socket error".to_owned(),
             retry_in_ms,
         );

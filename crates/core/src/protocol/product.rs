@@ -5,6 +5,7 @@ use super::{
     refusal, sized, Call, HandlerKind, HandlerOutcome, Outbound, Protocol, ReportOutcome, Role,
     StateOutcome, StateRequest, TooLarge,
 };
+use crate::frame_type::FrameType;
 use crate::frames::{AppliedSummary, JobFrame, MAX_FRAME_BYTES};
 
 impl Protocol {
@@ -175,7 +176,9 @@ impl Protocol {
         }
         req.answered = true;
         let req_id = req.migration_id.clone();
-        if type_name == "state-refused" && self.migration_id.as_deref() == Some(req_id.as_str()) {
+        if type_name == FrameType::StateRefused.as_str()
+            && self.migration_id.as_deref() == Some(req_id.as_str())
+        {
             // A source that refused is not in the migration; it may be asked again.
             self.migration_id = None;
         }

@@ -321,13 +321,13 @@ fn a_stalled_socket_is_closed_and_retried() {
 fn close_codes_set_the_reconnect_policy() {
     // D5: replaced → never again; unauthorized → the longest delay.
     let mut p = connected(None);
-    p.on_closed(CLOSE_REPLACED, "replaced", 0.0);
+    p.on_closed(close_code::REPLACED, "replaced", 0.0);
     assert_eq!(p.poll_timeout(), None);
     assert!(p.is_finished());
     assert!(!p.connected());
 
     let mut p = connected(None);
-    p.on_closed(CLOSE_UNAUTHORIZED, "", 0.0);
+    p.on_closed(close_code::UNAUTHORIZED, "", 0.0);
     assert_eq!(reconnect_in(&p, 0.0), Some(30000.0));
 }
 
@@ -635,7 +635,7 @@ fn connection_notes_follow_attempts_and_say_when_the_next_comes() {
     fire(&mut p, Deadline::Reconnect);
     p.on_open(0.0);
     p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
-    p.on_closed(CLOSE_REPLACED, "replaced", 0.0);
+    p.on_closed(close_code::REPLACED, "replaced", 0.0);
     p.close();
     let connection: Vec<Note> = notes(&take(&mut p))
         .into_iter()
@@ -674,7 +674,7 @@ fn connection_notes_follow_attempts_and_say_when_the_next_comes() {
             // D5: no retry after 4409.
             Note::Disconnected {
                 attempt: 3,
-                code: Some(CLOSE_REPLACED),
+                code: Some(close_code::REPLACED),
                 reason: "replaced".into(),
                 retry_in_ms: None,
                 migration_id: None,
