@@ -15,7 +15,13 @@ const channels = Object.freeze({
   handler: 'ctl-migration:handler',
 })
 
-/** What `load` returns, or undefined when the runtime lacks it. */
+/** @typedef {import('./addon/binding').JsAction} JsAction */
+/** @typedef {import('../index.js').HandlerTraceContext} HandlerTraceContext */
+/** @typedef {'start' | 'end' | 'asyncStart' | 'asyncEnd' | 'error'} TraceEvent */
+
+/** What `load` returns, or undefined when the runtime lacks it.
+ *  @template T
+ *  @param {() => T} load */
 function optional(load) {
   try {
     return load()
@@ -55,16 +61,20 @@ function nextClient() {
   return ++lastClient
 }
 
+/** @template {object} M
+ *  @param {import('node:diagnostics_channel').Channel | undefined} channel @param {M} message
+ *  @param {(message: M) => string} line the debug line */
 function publish(channel, message, line) {
   if (channel?.hasSubscribers) channel.publish(message)
   if (debugOn) debug(line(message))
 }
 
-/** `key=value` for the fields of a debug line that are set. */
+/** `key=value` for the fields of a debug line that are set.
+ *  @param {object} message @param {string[]} keys */
 function fields(message, keys) {
   let out = ''
   for (const key of keys) {
-    const value = message[key]
+    const value = /** @type {Record<string, unknown>} */ (message)[key]
     if (value !== undefined) out += ` ${key}=${typeof value === 'string' ? JSON.stringify(value) : value}`
   }
   return out
@@ -73,9 +83,11 @@ function fields(message, keys) {
 // The messages, from the core's notes (`Connection`, `Frame` and `Report` actions); a field the
 // note does not have is left out, never set to undefined.
 
+/** @param {number} client @param {Extract<JsAction, { kind: 'Connection' }>} note */
 function connection(client, note) {
-  const message = { client, event: note.event, attempt: note.attempt }
-  if (note.role != null) message.role = note.role
+  /** @type {import('../index.js').ConnectionMessage} */
+  const message = { client, event: /** @type {any} */ (note.event), attempt: note.attempt }
+  if (note.role != null) message.role = /** @type {'source' | 'target'} */ (note.role)
   if (note.migrationId != null) message.migrationId = note.migrationId
   if (note.code != null) message.code = note.code
   if (note.reason != null) message.reason = note.reason
@@ -87,17 +99,21 @@ function connection(client, note) {
   )
 }
 
+/** @param {number} client @param {Extract<JsAction, { kind: 'Frame' }>} note */
 function frame(client, note) {
-  const message = { client, direction: note.direction, type: note.frameType }
+  // In the order a reader expects: bytes last.
+  const message = /** @type {import('../index.js').FrameMessage} */ ({ client, direction: note.direction, type: note.frameType })
   if (note.migrationId != null) message.migrationId = note.migrationId
   message.bytes = note.bytes
   publish(frameChannel, message, (m) => `client ${m.client} frame ${m.direction} ${m.type}${fields(m, ['migrationId', 'bytes'])}`)
 }
 
+/** @param {number} client @param {Extract<JsAction, { kind: 'Report' }>} note */
 function report(client, note) {
-  const message = { client, type: note.reportType, outcome: note.outcome }
+  /** @type {import('../index.js').ReportMessage} */
+  const message = { client, type: /** @type {any} */ (note.reportType), outcome: /** @type {any} */ (note.outcome) }
   if (note.migrationId != null) message.migrationId = note.migrationId
-  if (note.reason != null) message.reason = note.reason
+  if (note.reason != null) message.reason = /** @type {any} */ (note.reason)
   publish(reportChannel, message, (m) => `client ${m.client} report ${m.type} ${m.outcome}${fields(m, ['migrationId', 'reason'])}`)
 }
 
@@ -117,24 +133,29 @@ function tracing() {
 }
 
 /** The tracing context of a call to `handler`, or undefined when nobody traces handler calls
- *  (the glue then calls it exactly as it always did). */
+ *  (the glue then calls it exactly as it always did).
+ *  @param {number} client @param {string} handler @param {string | undefined} migrationId
+ *  @returns {HandlerTraceContext | undefined} */
 function handlerContext(client, handler, migrationId) {
   if (!debugOn && !tracing()) return undefined
-  return { client, handler, migrationId }
+  return { client, handler: /** @type {HandlerTraceContext['handler']} */ (handler), migrationId }
 }
 
+/** @param {TraceEvent} name @param {HandlerTraceContext} context */
 function traceEvent(name, context) {
   handlerTracing?.[name].publish(context)
   debugTrace(name, context)
 }
 
+/** @param {TraceEvent} name @param {HandlerTraceContext} context */
 function debugTrace(name, context) {
   if (debugOn) debug(`client ${context.client} handler ${context.handler} ${name}${fields(context, ['migrationId'])}`)
 }
 
 /** Calls `invoke` inside the trace of `context`, as TracingChannel's traceSync and tracePromise
  *  do: `start`, `end`, `error` for a throw; for a Promise, `asyncStart` and `asyncEnd` when it
- *  settles, after `error` for a rejection. */
+ *  settles, after `error` for a rejection.
+ *  @param {HandlerTraceContext} context @param {() => unknown} invoke */
 async function traced(context, invoke) {
   const call = () => {
     try {

@@ -172,7 +172,7 @@ counts() {
 
 # The load check: native, not the WebAssembly fallback, and the kit's simulator too.
 cat >"$PKG/load-check.cjs" <<'EOF'
-const { binding } = require('./lib/addon/binding.js')
+const { binding } = require('./lib/addon/load.js')
 const { flavor, nativeError } = binding()
 if (flavor !== 'native') throw new Error(`the client fell back to ${flavor}: ${nativeError && nativeError.message}`)
 require('./lib/addon/testing.js').testingAddon()

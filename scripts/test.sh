@@ -11,6 +11,7 @@ npm ci --no-audit --no-fund
 npm run build
 cargo test --workspace
 npx tsc -p tsconfig.json
+npx tsc -p tsconfig.lib.json
 npx vitest run
 # ctl-migration, run with npx from the package installed out of packed tarballs; its report test
 # renders the page in headless Chromium from Debian's packages (installed here, as root).

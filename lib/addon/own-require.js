@@ -8,14 +8,16 @@
 
 const { PACKAGE, once } = require('./platform.js')
 // Bundlers inline this: the version the running JavaScript came from, whatever is installed.
-const { version: VERSION } = require('../../package.json')
+const { version: VERSION } = /** @type {{ version: string }} */ (require('../../package.json'))
 
 const BUNDLED_CODE = 'ERR_CTL_MIGRATION_BUNDLED'
 const EXTERNAL_HINT =
   `mark it external (esbuild: --external:${PACKAGE} or --packages=external; Vite: ssr.external; ` +
   'Rollup: external) and ship node_modules with the bundle'
 
-/** One of Node's modules, also from a bundler's ESM output, whose `require` is a stub that throws. */
+/** One of Node's modules, also from a bundler's ESM output, whose `require` is a stub that throws.
+ *  @param {string} name
+ *  @returns {any} */
 function builtin(name) {
   try {
     return require(name)
@@ -24,13 +26,13 @@ function builtin(name) {
   }
 }
 
+/** @param {string} why */
 function bundledError(why) {
-  const error = new Error(`${PACKAGE} was bundled, and ${why}: ${EXTERNAL_HINT}.`)
-  error.code = BUNDLED_CODE
-  return error
+  return Object.assign(new Error(`${PACKAGE} was bundled, and ${why}: ${EXTERNAL_HINT}.`), { code: BUNDLED_CODE })
 }
 
-/** A `require` rooted in the installed package's lib/addon/. */
+/** A `require` rooted in the installed package's lib/addon/.
+ *  @returns {NodeJS.Require} */
 function locate() {
   const fs = builtin('fs')
   const path = builtin('path')
@@ -38,7 +40,7 @@ function locate() {
   if (!fs || !path || !module) {
     throw bundledError(`this runtime (${process.version}) gives its bundled code no way to load files`)
   }
-  const marker = (dir) => fs.existsSync(path.join(dir, 'napi-loader.js'))
+  const marker = (/** @type {string} */ dir) => fs.existsSync(path.join(dir, 'napi-loader.js'))
   // Not bundled: this file sits in lib/addon/ itself.
   if (typeof __dirname === 'string' && marker(__dirname)) return module.createRequire(__filename)
   // Bundled: the copy npm installed, found from the bundle's file, the entry script or the
@@ -65,7 +67,9 @@ function locate() {
 const packageRequire = once(locate)
 
 /** `require(id)` as from lib/addon/ of the installed package; throws ERR_CTL_MIGRATION_BUNDLED when
- *  a bundle cannot reach one. */
+ *  a bundle cannot reach one.
+ *  @param {string} id
+ *  @returns {any} */
 function ownRequire(id) {
   return packageRequire()(id)
 }

@@ -1,6 +1,6 @@
 'use strict'
 // Which prebuilt binary this process needs, in the spelling of the npm/<platform> packages.
-// Shared by the client's loader (binding.js) and the testing kit's (testing.js), with how
+// Shared by the client's loader (load.js) and the testing kit's (testing.js), with how
 // both load on first use.
 
 const PACKAGE = '@norskvideo/ctl-migration'
@@ -18,7 +18,8 @@ const SUPPORTED = [
 
 function libc() {
   try {
-    const report = process.report && typeof process.report.getReport === 'function' ? process.report.getReport() : null
+    /** @type {{ header?: { glibcVersionRuntime?: string }, sharedObjects?: string[] } | null} */
+    const report = process.report && typeof process.report.getReport === 'function' ? /** @type {any} */ (process.report.getReport()) : null
     if (report && report.header && report.header.glibcVersionRuntime) return 'gnu'
     if (report && Array.isArray(report.sharedObjects) && report.sharedObjects.some((f) => /ld-musl-|libc\.musl-/.test(f))) return 'musl'
   } catch {
@@ -51,13 +52,18 @@ function hasLibuv() {
 }
 
 /** The messages of failed loads that found a file and could not load it (a missing file is no
- *  news: it is what "not installed" means). */
+ *  news: it is what "not installed" means).
+ *  @param {string[]} messages */
 function failedLoads(messages) {
   return messages.filter((m) => !/Cannot find module|MODULE_NOT_FOUND/.test(m))
 }
 
-/** `load()` run on the first call only; what it returned, or threw, is what every call gets. */
+/** `load()` run on the first call only; what it returned, or threw, is what every call gets.
+ *  @template T
+ *  @param {() => T} load
+ *  @returns {() => T} */
 function once(load) {
+  /** @type {{ value: T, error?: undefined } | { error: unknown } | undefined} */
   let outcome
   return () => {
     if (!outcome) {
@@ -67,8 +73,8 @@ function once(load) {
         outcome = { error }
       }
     }
-    if (outcome.error) throw outcome.error
-    return outcome.value
+    if ('error' in outcome && outcome.error !== undefined) throw outcome.error
+    return /** @type {{ value: T }} */ (outcome).value
   }
 }
 

@@ -12,7 +12,11 @@
 const { PACKAGE, SUPPORTED, hostPlatform, runtimeName, failedLoads, once } = require('./platform.js')
 const { ownRequire, packageRequire } = require('./own-require.js')
 
-/** The generated loader's error keeps each attempt's message in a chain of `cause`s. */
+/** @typedef {typeof import('./binding')} Addon the addon's class, as lib/addon/binding.d.ts (generated) types it */
+/** @typedef {{ addon: Addon, flavor: 'native' | 'wasm32-wasip1', nativeError: Error | undefined }} Loaded */
+
+/** The generated loader's error keeps each attempt's message in a chain of `cause`s.
+ *  @param {any} error */
 function attempts(error) {
   const messages = []
   for (let e = error && error.cause; e && messages.length < 32; e = e.cause) {
@@ -21,7 +25,8 @@ function attempts(error) {
   return messages.reverse()
 }
 
-/** Why the native binary did not load, in words that name the platform and what to do. */
+/** Why the native binary did not load, in words that name the platform and what to do.
+ *  @param {unknown} error */
 function nativeFailure(error) {
   const platform = hostPlatform()
   let why
@@ -36,14 +41,15 @@ function nativeFailure(error) {
           `dependency ${PACKAGE}-${platform} (an install with --omit=optional, or a package-lock.json made on ` +
           'another platform, npm/cli#4828, leaves it out)'
   }
-  const wrapped = new Error(`${PACKAGE}: ${why}. Prebuilt binaries exist for: ${SUPPORTED.join(', ')}.`)
-  wrapped.code = 'ERR_CTL_MIGRATION_NO_BINARY'
-  wrapped.platform = platform
-  wrapped.supported = SUPPORTED.slice()
-  wrapped.cause = error
-  return wrapped
+  return Object.assign(new Error(`${PACKAGE}: ${why}. Prebuilt binaries exist for: ${SUPPORTED.join(', ')}.`), {
+    code: 'ERR_CTL_MIGRATION_NO_BINARY',
+    platform,
+    supported: SUPPORTED.slice(),
+    cause: error,
+  })
 }
 
+/** @returns {Addon} */
 function loadNative() {
   try {
     return ownRequire('./napi-loader.js')
@@ -52,20 +58,23 @@ function loadNative() {
   }
 }
 
+/** @returns {Addon} */
 function loadWasm() {
   try {
     return ownRequire('./wasi.js')
   } catch (error) {
-    const wrapped = new Error(`${PACKAGE}: the WebAssembly build did not load: ${error && error.message}`)
-    wrapped.code = 'ERR_CTL_MIGRATION_NO_WASM'
-    wrapped.cause = error
-    throw wrapped
+    const message = /** @type {{ message?: unknown } | undefined} */ (error)?.message
+    throw Object.assign(new Error(`${PACKAGE}: the WebAssembly build did not load: ${message}`), {
+      code: 'ERR_CTL_MIGRATION_NO_WASM',
+      cause: error,
+    })
   }
 }
 
 /**
  * `{ addon, flavor, nativeError }`: the binding, `'native'` or `'wasm32-wasip1'`, and why the
  * native binary was not used when it was not (undefined when it was not tried).
+ * @returns {Loaded}
  */
 function load() {
   // A bundle that cannot reach the installed package fails here, with what to do about it.
@@ -79,16 +88,18 @@ function load() {
       return { addon: loadNative(), flavor: 'native', nativeError: undefined }
     }
   }
+  /** @type {Error} */
   let nativeError
   try {
     return { addon: loadNative(), flavor: 'native', nativeError: undefined }
   } catch (error) {
-    nativeError = error
+    // loadNative throws nativeFailure's Error and nothing else.
+    nativeError = /** @type {Error} */ (error)
   }
   try {
     return { addon: loadWasm(), flavor: 'wasm32-wasip1', nativeError }
   } catch (wasmError) {
-    nativeError.message += ` The WebAssembly fallback did not load either: ${wasmError.message}`
+    nativeError.message += ` The WebAssembly fallback did not load either: ${/** @type {Error} */ (wasmError).message}`
     throw nativeError
   }
 }

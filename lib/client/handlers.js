@@ -1,0 +1,122 @@
+'use strict'
+// The calls into the product's handlers. Each is awaited exactly as the reference awaits it (one
+// `await` of what it returns), traced when somebody listens (lib/diagnostics.js), and its ending
+// told to the core through `settle`. Nothing a handler throws or rejects with escapes (D4).
+
+const diagnostics = require('../diagnostics.js')
+const { describe } = require('./values.js')
+const { isStateRefusal } = require('./refusal.js')
+
+/** @typedef {import('../addon/binding').JsAction} JsAction */
+/** @typedef {import('../addon/binding').Settled} Settled */
+/** @typedef {Extract<JsAction, { handler: unknown }>} HandlerAction */
+
+/** @type {Settled} */
+const DONE = { kind: 'Done' }
+/** @type {Settled} */
+const MISSING = { kind: 'Missing' }
+
+/**
+ * @param {object} glue
+ * @param {any} glue.handlers the product's handlers object, as it gave it
+ * @param {import('../addon/binding').Client} glue.core
+ * @param {(actions: JsAction[]) => void} glue.run carries out the core's actions
+ * @param {number} glue.clientId
+ * @param {(e: unknown) => void} glue.reportGlueError
+ * @returns {(action: HandlerAction) => void} calls the handler `action` names
+ */
+function handlerCalls({ handlers, core, run, clientId, reportGlueError }) {
+  /** @param {HandlerAction} action @param {() => unknown} invoke */
+  function settle(action, invoke) {
+    const migrationId = action.migrationId ?? ''
+    const context = traceContext(action.handler, action.migrationId)
+    void (async () => {
+      /** @type {Settled} */
+      let outcome = DONE
+      try {
+        if (context === undefined) await invoke()
+        else await diagnostics.traced(context, invoke)
+      } catch (e) {
+        outcome = { kind: 'Threw', printed: describe(e) }
+      }
+      run(core.settle(action.handler, migrationId, outcome))
+    })().catch(reportGlueError)
+  }
+
+  /** @param {Extract<JsAction, { kind: 'InitialState' }>} action */
+  function initialState(action) {
+    let handler
+    try {
+      handler = handlers.onInitialState
+    } catch (e) {
+      return run(core.settle(action.handler, action.migrationId, { kind: 'Threw', printed: describe(e) }))
+    }
+    if (!handler) return run(core.settle(action.handler, action.migrationId, MISSING))
+    settle(action, () => handler.call(handlers, JSON.parse(action.payload), action.migrationId))
+  }
+
+  /** The propose: every path ends in exactly one outcome for the core, which answers it.
+   *  @param {Extract<JsAction, { kind: 'GetState' }>} action */
+  async function answerGetState(action) {
+    const { handler: name, migrationId } = action
+    /** @param {Settled} outcome */
+    const answered = (outcome) => run(core.settle(name, migrationId, outcome))
+    try {
+      let answer
+      try {
+        // Read inside the try: a getter that throws is a handler that throws (D3).
+        const handler = handlers.onGetState
+        if (!handler) return answered(MISSING)
+        const context = diagnostics.handlerContext(clientId, name, migrationId)
+        answer = await (context === undefined
+          ? handler.call(handlers, migrationId)
+          : diagnostics.traced(context, () => handler.call(handlers, migrationId)))
+      } catch (e) {
+        return answered({ kind: 'Threw', printed: describe(e) })
+      }
+      if (isStateRefusal(answer)) return answered({ kind: 'Refused', reason: answer.reason })
+      let json
+      try {
+        json = JSON.stringify(answer)
+      } catch (e) {
+        return answered({ kind: 'NotJson', why: describe(e) ?? 'it cannot be serialised' })
+      }
+      answered({ kind: 'Value', json: json ?? 'null' })
+    } catch (e) {
+      reportGlueError(e)
+    }
+  }
+
+  /** The tracing context of a call to handler `name`, when somebody traces handler calls and the
+   *  handlers object has it (`in` reads no getter): a missing handler is not a call.
+   *  @param {string} name @param {string | undefined} migrationId */
+  function traceContext(name, migrationId) {
+    const has = handlers !== null && (typeof handlers === 'object' || typeof handlers === 'function') && name in handlers
+    return has ? diagnostics.handlerContext(clientId, name, migrationId) : undefined
+  }
+
+  return (action) => {
+    switch (action.kind) {
+      case 'GetState':
+        void answerGetState(action)
+        break
+      case 'InitialState':
+        initialState(action)
+        break
+      case 'CutoverReady':
+        settle(action, () => handlers.onCutoverReady?.(JSON.parse(action.payload), action.migrationId))
+        break
+      case 'CutoverApply':
+        settle(action, () => handlers.onCutoverApply?.(JSON.parse(action.payload), action.migrationId))
+        break
+      case 'Abort':
+        settle(action, () => handlers.onAbort?.(action.reason, action.migrationId))
+        break
+      case 'Connected':
+        settle(action, () => handlers.onConnected?.(action.role, action.migrationId))
+        break
+    }
+  }
+}
+
+module.exports = { handlerCalls }

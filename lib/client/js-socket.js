@@ -1,0 +1,100 @@
+'use strict'
+// The transport over a WHATWG-shaped socket the product supplies (or the WebAssembly fallback's
+// WebSocket), run on the JavaScript thread with the reference's timing: the socket is constructed
+// one microtask after it is asked for, events are handled synchronously, and the core's one timer
+// is a JavaScript timer.
+
+const { describe, frameText } = require('./values.js')
+
+/** @typedef {import('../addon/binding').JsAction} JsAction */
+/** @typedef {import('../addon/binding').Client} Client */
+
+/**
+ * @param {any} Ctor the socket class
+ * @param {string} url
+ * @param {() => Client} getCore
+ * @param {(actions: JsAction[]) => void} run
+ */
+function jsSocketTransport(Ctor, url, getCore, run) {
+  /** @type {any} */
+  let socket
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer
+  const forget = () => {
+    const s = socket
+    socket = undefined
+    return s
+  }
+  return {
+    open() {
+      // A promise job, not queueMicrotask: the same turn as the reference's `await`, and one a
+      // test's fake timers cannot hold back (vitest can fake queueMicrotask).
+      void Promise.resolve().then(() => {
+        const core = getCore()
+        if (core.finished) return
+        /** @type {any} */
+        let s
+        try {
+          s = new Ctor(url)
+        } catch (e) {
+          run(core.socketOpenFailed(describe(e) ?? 'the WebSocket constructor threw', performance.now()))
+          return
+        }
+        socket = s
+        try {
+          if ('binaryType' in s) s.binaryType = 'arraybuffer'
+        } catch {
+          // a socket that will not take it still delivers strings
+        }
+        s.onopen = () => {
+          if (socket === s) run(core.socketOpened(performance.now()))
+        }
+        s.onmessage = (/** @type {any} */ ev) => {
+          if (socket === s) run(core.socketMessage(frameText(ev?.data), performance.now()))
+        }
+        s.onclose = (/** @type {any} */ ev) => {
+          if (socket !== s) return
+          socket = undefined
+          run(
+            core.socketClosed(typeof ev?.code === 'number' ? ev.code : undefined, String(ev?.reason ?? ''), performance.now()),
+          )
+        }
+        s.onerror = () => {
+          if (socket === s) run(core.socketErrored(performance.now()))
+        }
+      })
+    },
+    /** @param {string} text */
+    send(text) {
+      const s = socket
+      try {
+        s.send(text)
+      } catch (e) {
+        run(getCore().socketSendFailed(text, describe(e) ?? 'send threw', performance.now()))
+      }
+    },
+    /** @param {number | undefined} code @param {string | undefined} reason */
+    close(code, reason) {
+      const s = forget()
+      try {
+        if (code === undefined || code === null) s?.close()
+        else s?.close(code, reason)
+      } catch {
+        // already gone
+      }
+    },
+    /** @param {number | undefined} ms */
+    setTimer(ms) {
+      clearTimeout(timer)
+      timer =
+        ms === undefined || ms === null
+          ? undefined
+          : setTimeout(() => {
+              timer = undefined
+              run(getCore().timerFired(performance.now()))
+            }, ms)
+    },
+  }
+}
+
+module.exports = { jsSocketTransport }

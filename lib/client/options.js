@@ -1,0 +1,66 @@
+'use strict'
+// `connectMigration`'s options, checked and resolved: an option that is not what it says is a
+// TypeError naming it here, rather than a reconnect storm later.
+
+const { describe } = require('./values.js')
+
+const DEFAULT_MIN_BACKOFF_MS = 1_000
+const DEFAULT_MAX_BACKOFF_MS = 30_000
+const DEFAULT_HEARTBEAT_MS = 15_000
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+// Native transport only: a product's own socket keeps the reference's exact schedule, so its
+// fake-timer tests drive the backoff as they always did.
+const DEFAULT_NATIVE_JITTER = 0.2
+
+/** @typedef {Record<string, unknown>} Options */
+
+/** A numeric option, or its default, from 0 to `max`.
+ *  @param {Options} opts @param {string} key @param {number} fallback @param {number} [max] */
+function numberOption(opts, key, fallback, max = Infinity) {
+  const value = opts[key] ?? fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > max) {
+    throw new TypeError(`connectMigration: opts.${key} must be a number from 0 to ${max}, got ${describe(value)}`)
+  }
+  return value
+}
+
+/** @param {Options} opts @param {string} key
+ *  @returns {Function | undefined} */
+function functionOption(opts, key) {
+  const value = opts[key]
+  if (value !== undefined && typeof value !== 'function') {
+    throw new TypeError(`connectMigration: opts.${key} must be a function`)
+  }
+  return /** @type {Function | undefined} */ (value)
+}
+
+/**
+ * What the core is given, the product's socket class if any, and the log.
+ * @param {Options} opts @param {string} url @param {string} token @param {string} name
+ * @returns {{ options: import('../addon/binding').ClientOptions, productSocket: Function | undefined, log: (line: string) => void }}
+ */
+function resolveOptions(opts, url, token, name) {
+  const productSocket = functionOption(opts, 'WebSocket')
+  const options = {
+    url,
+    token,
+    name,
+    reconnectMinMs: numberOption(opts, 'reconnectMinMs', DEFAULT_MIN_BACKOFF_MS),
+    reconnectMaxMs: numberOption(opts, 'reconnectMaxMs', DEFAULT_MAX_BACKOFF_MS),
+    reconnectJitter: numberOption(opts, 'reconnectJitter', productSocket ? 0 : DEFAULT_NATIVE_JITTER, 1),
+    heartbeatMs: numberOption(opts, 'heartbeatMs', DEFAULT_HEARTBEAT_MS),
+    connectTimeoutMs: numberOption(opts, 'connectTimeoutMs', DEFAULT_CONNECT_TIMEOUT_MS),
+  }
+  const userLog = functionOption(opts, 'log') ?? ((/** @type {string} */ line) => console.error(`[migration] ${line}`))
+  /** @param {string} line */
+  const log = (line) => {
+    try {
+      userLog(line)
+    } catch {
+      // A product's logger that throws must not take the client down with it.
+    }
+  }
+  return { options, productSocket, log }
+}
+
+module.exports = { resolveOptions }
