@@ -58,6 +58,8 @@ fn core(options: ClientOptions, liveness: bool) -> Protocol {
         seed: RandomState::new().build_hasher().finish(),
         heartbeat_ms,
         connect_timeout_ms,
+        // D13: only the native transport can ping.
+        confirm_by_ping: liveness,
     })
 }
 
