@@ -410,6 +410,17 @@ function frameText(data) {
   return describe(data) ?? ''
 }
 
+// D13: what a WHATWG socket still holds unsent as it ends — all the API tells of delivery. A
+// report still in it was never transmitted, and the core holds it.
+function bufferedAmount(s) {
+  try {
+    const n = s.bufferedAmount
+    return typeof n === 'number' && n > 0 ? n : undefined
+  } catch {
+    return undefined
+  }
+}
+
 // The transport over a WHATWG-shaped socket the product supplies, run on the JavaScript thread
 // with the reference's timing: the socket is constructed one microtask after it is asked for,
 // events are handled synchronously, and the core's one timer is a JavaScript timer.
@@ -451,11 +462,16 @@ function jsSocketTransport(Ctor, url, getCore, run) {
           if (socket !== s) return
           socket = undefined
           run(
-            core.socketClosed(typeof ev?.code === 'number' ? ev.code : undefined, String(ev?.reason ?? ''), performance.now()),
+            core.socketClosed(
+              typeof ev?.code === 'number' ? ev.code : undefined,
+              String(ev?.reason ?? ''),
+              performance.now(),
+              bufferedAmount(s),
+            ),
           )
         }
         s.onerror = () => {
-          if (socket === s) run(core.socketErrored(performance.now()))
+          if (socket === s) run(core.socketErrored(performance.now(), bufferedAmount(s)))
         }
       })
     },
