@@ -186,10 +186,12 @@ export interface FrameMessage {
 export interface ReportMessage {
   client: number
   type: 'state' | 'state-refused' | 'target-ready' | 'source-stopped-output' | 'target-applied' | 'abort'
-  /** `sent`: handed to the socket. `held`: made while disconnected; kept, and sent right after
-   *  the next hello-ack. `superseded`: a held report replaced by a newer one (published for the
+  /** `sent`: handed to the socket. `confirmed` (native transport only): the worker proved it
+   *  read the report (D13). `held`: made while disconnected, or sent on a connection that ended
+   *  before it was confirmed (D13); kept, and sent right after the next hello-ack.
+   *  `superseded`: a held or unconfirmed report replaced by a newer one (published for the
    *  older). `dropped`: never to be sent, see `reason`. */
-  outcome: 'sent' | 'held' | 'superseded' | 'dropped'
+  outcome: 'sent' | 'confirmed' | 'held' | 'superseded' | 'dropped'
   migrationId?: string
   /** `dropped`: `closed`, `no get-state in flight`, `get-state already answered` or
    *  `disconnected` (a propose answer is never held). */

@@ -432,3 +432,41 @@ describe('D11 a send that fails is a broken connection', () => {
     expect(FakeSocket.last.sent).toEqual([hello])
   })
 })
+
+describe('D13 on a WHATWG socket, a report still buffered when it ends is held', () => {
+  /** A socket that transmits nothing until told: every byte sent stays in `bufferedAmount`. */
+  class BufferingSocket extends FakeSocket {
+    bufferedAmount = 0
+    transmitting = true
+    override send(data: string): void {
+      super.send(data)
+      if (!this.transmitting) this.bufferedAmount += Buffer.byteLength(data)
+    }
+  }
+
+  test('a report the socket never transmitted is sent again after the next hello-ack', async () => {
+    vi.useFakeTimers()
+    const { client } = await connected({}, { WebSocket: BufferingSocket }, 'm1')
+    const socket = FakeSocket.last as BufferingSocket
+    socket.transmitting = false
+    client.reportReady({ at: 5 })
+    socket.closed(1006)
+    await expectNextAttemptAfter(1000)
+    FakeSocket.last.accept('m1')
+    expect(FakeSocket.last.sent).toEqual([hello, '{"type":"target-ready","payload":{"at":5}}'])
+  })
+
+  test('a report that left the buffer is not sent again: the API tells no more', async () => {
+    vi.useFakeTimers()
+    const { client } = await connected({}, { WebSocket: BufferingSocket }, 'm1')
+    const socket = FakeSocket.last as BufferingSocket
+    client.reportReady({ at: 5 })
+    socket.transmitting = false
+    socket.receive({ type: 'get-state', migrationId: 'm2' })
+    client.reportState({ next: 1 })
+    socket.error()
+    await expectNextAttemptAfter(1000)
+    FakeSocket.last.accept('m1')
+    expect(FakeSocket.last.sent).toEqual([hello])
+  })
+})

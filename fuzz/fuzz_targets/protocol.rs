@@ -16,7 +16,13 @@
 //! - never two sockets at once; nothing opened or sent after `close()`, nothing opened after
 //!   4409; no deadline after `close()`, none but the reconnect without a socket, no reconnect
 //!   after 4409;
-//! - `connected()` is true exactly while the socket is open and acked.
+//! - `connected()` is true exactly while the socket is open and acked;
+//! - D13: every report goes out with a ping numbered above every earlier one, heartbeat pings
+//!   included; a report stays unconfirmed until the worker answers a ping at least that number,
+//!   which it can only do once it read the report (the model's worker answers only pings it
+//!   read, in order); one unconfirmed when its socket ends is the held one, unless a newer
+//!   report replaced it; a confirmed one is never held, so never sent again; a pong with a
+//!   number never sent or no number confirms nothing.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -133,6 +139,10 @@ enum Event {
     Liveness(u8),
     /// The socket carries something (a frame, a ping, a pong): the clock moves on by this.
     Traffic(u8),
+    /// The worker answers one of the pings it has read on the open socket.
+    Pong(u8),
+    /// A pong with any payload but the number of a ping the core sent.
+    StrayPong(Vec<u8>),
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -172,6 +182,11 @@ struct Sock {
     acked: bool,
     /// The worker's get-state awaiting an answer, as the worker sees it.
     in_flight: Option<String>,
+    /// Heartbeat pings asked for, not yet written.
+    unwritten_pings: Vec<u64>,
+    /// Pings the worker has read (written in order after what preceded them): it may answer
+    /// any of them.
+    read_pings: Vec<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -186,6 +201,11 @@ struct Model {
     queue: VecDeque<(Outbound, u64)>,
     /// What the core should be holding.
     held: Option<String>,
+    /// The report sent on the current socket the worker has not proved it read, with the number
+    /// of the ping after it.
+    unconfirmed: Option<(String, u64)>,
+    /// The highest ping number the core has used.
+    last_ping: u64,
     closed: bool,
     replaced: bool,
 }
@@ -208,6 +228,7 @@ impl Harness {
                 seed: 1,
                 heartbeat_ms: 50.0,
                 connect_timeout_ms: 40.0,
+                confirm_by_ping: true,
             }),
             m: Model::default(),
         }
@@ -253,7 +274,17 @@ impl Harness {
                         _ => {
                             assert!(out.is_report, "unknown frame {}", out.type_name);
                             assert!(sock.acked, "report {} before the ack", out.type_name);
+                            let ping = out
+                                .ping_after
+                                .unwrap_or_else(|| panic!("report {} with no ping", out.type_name));
+                            assert!(ping > self.m.last_ping, "ping {ping} not numbered up");
+                            self.m.last_ping = ping;
+                            // The latest wins.
+                            self.m.unconfirmed = Some((out.text.clone(), ping));
                         }
+                    }
+                    if !out.is_report {
+                        assert_eq!(out.ping_after, None, "a ping after {}", out.type_name);
                     }
                     assert!(out.text.len() <= 64 * 1024, "a frame over the cap");
                     self.m.queue.push_back((out.clone(), sock.id));
@@ -264,7 +295,12 @@ impl Harness {
                     self.m.sock = None;
                     self.m.pending_open = false;
                 }
-                Action::Ping => assert!(self.m.sock.is_some(), "a ping with no socket"),
+                Action::Ping(number) => {
+                    let sock = self.m.sock.as_mut().expect("a ping with no socket");
+                    assert!(number > self.m.last_ping, "ping {number} not numbered up");
+                    self.m.last_ping = number;
+                    sock.unwritten_pings.push(number);
+                }
                 Action::Call(_) | Action::Log(_) | Action::Note(_) => {}
             }
         }
@@ -305,7 +341,14 @@ impl Harness {
     /// written; the transport fails them in order before anything else (before any timer).
     fn end_socket(&mut self) -> Option<u64> {
         self.m.pending_open = false;
-        self.m.sock.take().map(|s| s.id)
+        let ended = self.m.sock.take().map(|s| s.id);
+        // D13: not shown read, so held again.
+        if let Some((text, _)) = self.m.unconfirmed.take() {
+            if ended.is_some() && !self.m.closed {
+                self.m.held = Some(text);
+            }
+        }
+        ended
     }
 
     /// The clock moves on to when `deadline` is due, if it runs, and the transport's timer
@@ -332,7 +375,11 @@ impl Harness {
                 break;
             }
             self.m.queue.pop_front();
-            if out.is_report && self.m.held.is_none() && !self.m.closed {
+            if out.is_report
+                && self.m.held.is_none()
+                && self.m.unconfirmed.is_none()
+                && !self.m.closed
+            {
                 self.m.held = Some(out.text.clone());
             }
             self.core
@@ -496,8 +543,50 @@ impl Harness {
             }
             Event::Deliver => {
                 self.fail_stale();
-                // Whatever is left is for the open socket: written, in order.
-                self.m.queue.clear();
+                // Whatever is left is for the open socket: written, in order, and read.
+                let written: Vec<u64> = self
+                    .m
+                    .queue
+                    .drain(..)
+                    .filter_map(|(out, _)| out.ping_after)
+                    .collect();
+                if let Some(sock) = self.m.sock.as_mut() {
+                    let heartbeat = std::mem::take(&mut sock.unwritten_pings);
+                    sock.read_pings.extend(written.into_iter().chain(heartbeat));
+                }
+            }
+            Event::Pong(k) => {
+                let Some(sock) = self.m.sock.as_ref() else {
+                    return;
+                };
+                if sock.read_pings.is_empty() {
+                    return;
+                }
+                let number = sock.read_pings[usize::from(k) % sock.read_pings.len()];
+                if self
+                    .m
+                    .unconfirmed
+                    .as_ref()
+                    .is_some_and(|(_, ping)| *ping <= number)
+                {
+                    self.m.unconfirmed = None;
+                }
+                self.core.on_pong(&number.to_be_bytes(), self.m.now);
+                assert!(self.actions().is_empty(), "a pong sent a frame");
+            }
+            Event::StrayPong(payload) => {
+                if self.m.sock.is_none() {
+                    return;
+                }
+                // A number the core did send is an honest pong's business (Pong).
+                if <[u8; 8]>::try_from(payload.as_slice())
+                    .is_ok_and(|b| u64::from_be_bytes(b) <= self.m.last_ping)
+                {
+                    return;
+                }
+                self.core.on_pong(&payload, self.m.now);
+                assert!(self.actions().is_empty(), "a pong sent a frame");
+                // Nothing confirmed: a drop now still holds the unconfirmed report.
             }
             Event::SendFailed => {
                 self.fail_stale();
@@ -505,7 +594,11 @@ impl Harness {
                     return;
                 };
                 self.end_socket();
-                if out.is_report && self.m.held.is_none() && !self.m.closed {
+                if out.is_report
+                    && self.m.held.is_none()
+                    && self.m.unconfirmed.is_none()
+                    && !self.m.closed
+                {
                     self.m.held = Some(out.text.clone());
                 }
                 self.core.on_send_failed(out, "EPIPE", self.m.now);
@@ -596,6 +689,7 @@ impl Harness {
                 self.core.close();
                 self.m.closed = true;
                 self.m.held = None;
+                self.m.unconfirmed = None;
                 self.actions();
             }
         }

@@ -52,8 +52,13 @@ export declare class Client {
   socketOpened(nowMs: number): Array<JsAction>
   socketOpenFailed(error: string, nowMs: number): Array<JsAction>
   socketMessage(text: string, nowMs: number): Array<JsAction>
-  socketClosed(code: number | undefined | null, reason: string, nowMs: number): Array<JsAction>
-  socketErrored(nowMs: number): Array<JsAction>
+  /**
+   * The socket's close event; `buffered_amount`, its `bufferedAmount` then (D13: a report
+   * still in it was never transmitted, and is held).
+   */
+  socketClosed(code: number | undefined | null, reason: string, nowMs: number, bufferedAmount?: number | undefined | null): Array<JsAction>
+  /** The socket's error event; `buffered_amount` as for [`Client::socket_closed`]. */
+  socketErrored(nowMs: number, bufferedAmount?: number | undefined | null): Array<JsAction>
   /** `send(text)` of a `Send` action threw `error`. */
   socketSendFailed(text: string, error: string, nowMs: number): Array<JsAction>
   /** The timer a `SetTimer` action set fired. */

@@ -7,6 +7,19 @@
 const { describe, frameText } = require('./values.js')
 
 /** @typedef {import('../addon/binding').JsAction} JsAction */
+
+/** D13: what a WHATWG socket still holds unsent as it ends — all the API tells of delivery. A
+ *  report still in it was never transmitted, and the core holds it.
+ *  @param {any} s
+ *  @returns {number | undefined} */
+function bufferedAmount(s) {
+  try {
+    const n = s.bufferedAmount
+    return typeof n === 'number' && n > 0 ? n : undefined
+  } catch {
+    return undefined
+  }
+}
 /** @typedef {import('../addon/binding').Client} Client */
 
 /**
@@ -56,11 +69,16 @@ function jsSocketTransport(Ctor, url, getCore, run) {
           if (socket !== s) return
           socket = undefined
           run(
-            core.socketClosed(typeof ev?.code === 'number' ? ev.code : undefined, String(ev?.reason ?? ''), performance.now()),
+            core.socketClosed(
+              typeof ev?.code === 'number' ? ev.code : undefined,
+              String(ev?.reason ?? ''),
+              performance.now(),
+              bufferedAmount(s),
+            ),
           )
         }
         s.onerror = () => {
-          if (socket === s) run(core.socketErrored(performance.now()))
+          if (socket === s) run(core.socketErrored(performance.now(), bufferedAmount(s)))
         }
       })
     },

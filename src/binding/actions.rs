@@ -192,7 +192,7 @@ pub fn to_js(action: Action) -> Option<JsAction> {
             code: code.map(u32::from),
             reason: reason.map(str::to_owned),
         },
-        Action::Ping => return None,
+        Action::Ping(_) => return None,
         Action::Note(note) => note_to_js(note),
     })
 }

@@ -58,6 +58,8 @@ fn core(options: ClientOptions, liveness: bool) -> Protocol {
         seed: RandomState::new().build_hasher().finish(),
         heartbeat_ms,
         connect_timeout_ms,
+        // D13: only the native transport can ping.
+        confirm_by_ping: liveness,
     })
 }
 
@@ -279,23 +281,33 @@ impl Client {
         self.socket_event(now_ms, |core, now| core.on_frame(&text, now))
     }
 
+    /// The socket's close event; `buffered_amount`, its `bufferedAmount` then (D13: a report
+    /// still in it was never transmitted, and is held).
     #[napi]
     pub fn socket_closed(
         &mut self,
         code: Option<u32>,
         reason: String,
         now_ms: f64,
+        buffered_amount: Option<f64>,
     ) -> Vec<JsAction> {
         // A close event with no code (or none a close frame can carry) had no status.
         let code = code
             .and_then(|c| u16::try_from(c).ok())
             .unwrap_or(close_code::NO_STATUS);
-        self.socket_event(now_ms, |core, now| core.on_closed(code, &reason, now))
+        self.socket_event(now_ms, |core, now| {
+            unsent_at_end(core, buffered_amount);
+            core.on_closed(code, &reason, now)
+        })
     }
 
+    /// The socket's error event; `buffered_amount` as for [`Client::socket_closed`].
     #[napi]
-    pub fn socket_errored(&mut self, now_ms: f64) -> Vec<JsAction> {
-        self.socket_event(now_ms, |core, now| core.on_error(now))
+    pub fn socket_errored(&mut self, now_ms: f64, buffered_amount: Option<f64>) -> Vec<JsAction> {
+        self.socket_event(now_ms, |core, now| {
+            unsent_at_end(core, buffered_amount);
+            core.on_error(now)
+        })
     }
 
     /// `send(text)` of a `Send` action threw `error`.
@@ -321,6 +333,14 @@ impl Client {
         // reads (a timer may fire a hair early; fake timers move no clock).
         let due = js.timer_at.take().map_or(now_ms, |at| now_ms.max(at));
         js.run(Some(due), |core, now| core.handle_timeout(now)).1
+    }
+}
+
+/// Tells the core what a WHATWG socket still buffered as it ended, if it said.
+fn unsent_at_end(core: &mut Protocol, buffered_amount: Option<f64>) {
+    if let Some(bytes) = buffered_amount.filter(|b| *b > 0.0) {
+        // Saturates: a socket's count is a whole number far below u64::MAX.
+        core.on_unsent_at_end(bytes as u64);
     }
 }
 

@@ -285,7 +285,7 @@ fn write_now(socket: Option<&mut Ws>, out: &Outbound) -> Written {
     let Some(ws) = socket else {
         return Written::Busy;
     };
-    match ws.send(Message::text(out.text.clone())) {
+    match write_frame(ws, out) {
         Ok(()) => Written::Sent,
         // tungstenite keeps what it could not write.
         Err(e) if would_block(&e) => Written::Unflushed,
@@ -320,7 +320,7 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
                 }
             }
             Action::Close { code, reason } => Control::Close(code, reason),
-            Action::Ping => Control::Ping,
+            Action::Ping(number) => Control::Ping(number),
             other @ (Action::Call(_) | Action::Log(_) | Action::Note(_)) => {
                 js.push(other);
                 continue;
@@ -350,6 +350,26 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
         actions: js,
         ..JsWork::default()
     }
+}
+
+/// A WebSocket ping carrying `number`, as the core numbers them.
+pub(super) fn ping(number: u64) -> Message {
+    Message::Ping(number.to_be_bytes().to_vec().into())
+}
+
+/// Writes `out` and, when the core asks for it (D13), the ping that will prove the worker read
+/// it, in one write: frames are read in order, so its pong comes only after the report was.
+pub(super) fn write_frame(ws: &mut Ws, out: &Outbound) -> Result<(), WsError> {
+    // A write that would block has buffered its frame all the same; the flush says so.
+    let buffered = |written: Result<(), WsError>| match written {
+        Err(e) if !would_block(&e) => Err(e),
+        _ => Ok(()),
+    };
+    buffered(ws.write(Message::text(out.text.clone())))?;
+    if let Some(number) = out.ping_after {
+        buffered(ws.write(ping(number)))?;
+    }
+    ws.flush()
 }
 
 /// What one read of the socket came to; `W` is what it asks of JavaScript.
@@ -408,7 +428,11 @@ fn feed_read<S>(
             core.on_closed(code, &reason, now);
             Some(Retire::Reply)
         }
-        // Pings are answered by tungstenite itself; pings and pongs prove life.
+        Ok(Message::Pong(payload)) => {
+            core.on_pong(&payload, now);
+            None
+        }
+        // Pings are answered by tungstenite itself; pings prove life.
         Ok(_) => {
             core.on_traffic(now);
             None

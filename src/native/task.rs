@@ -4,7 +4,9 @@
 //! on the worker (a write the worker does not take, a close handshake) are bounded by the core
 //! through the same timer.
 
-use super::{feed, for_js, lock, read_one, Caller, Delivery, JsSink, Read, State};
+use super::{
+    feed, for_js, lock, ping, read_one, write_frame, Caller, Delivery, JsSink, Read, State,
+};
 use crate::native::handoff::Reader;
 use crate::wire::{connect, would_block, Ws};
 use ctl_migration_core::protocol::{Outbound, Wait};
@@ -17,7 +19,6 @@ use tokio::sync::mpsc;
 use tungstenite::error::Error as WsError;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::CloseFrame;
-use tungstenite::Message;
 
 /// Work the connection task does on behalf of the core, in the order the core asked for it.
 pub(super) enum Control {
@@ -29,7 +30,8 @@ pub(super) enum Control {
     /// Writing this frame on the JavaScript thread failed.
     Failed(Outbound, u64, String),
     Close(Option<u16>, Option<&'static str>),
-    Ping,
+    /// A heartbeat ping carrying this number.
+    Ping(u64),
     /// A connection the JavaScript thread saw end, to be closed properly.
     Retire(Box<Ws>, Retire),
     /// Look at the core again: it may have finished, or its next deadline moved.
@@ -119,23 +121,21 @@ pub(super) async fn drive<S: JsSink>(
                     }
                     Control::Send(out, for_generation) => {
                         lock(&state).queued_sends -= 1;
-                        let message = Message::text(out.text.clone());
-                        if let Err(error) = write(&state, &mut timer, Some(message), for_generation).await {
+                        if let Err(error) = write(&state, &mut timer, Out::Frame(&out), for_generation).await {
                             send_failed(&state, for_generation, out, &error);
                         }
                     }
                     Control::Flush(out, for_generation) => {
-                        if let Err(error) = write(&state, &mut timer, None, for_generation).await {
+                        if let Err(error) = write(&state, &mut timer, Out::Buffered, for_generation).await {
                             send_failed(&state, for_generation, out, &error);
                         }
                     }
                     Control::Failed(out, for_generation, error) => {
                         send_failed(&state, for_generation, out, &error);
                     }
-                    Control::Ping => {
+                    Control::Ping(number) => {
                         let generation = lock(&state).generation;
-                        let ping = Some(Message::Ping(Default::default()));
-                        if let Err(error) = write(&state, &mut timer, ping, generation).await {
+                        if let Err(error) = write(&state, &mut timer, Out::Ping(number), generation).await {
                             let ended = {
                                 let mut state = lock(&state);
                                 (state.generation == generation).then(|| state.end_connection()).flatten()
@@ -327,16 +327,24 @@ async fn bounded<S: JsSink, T>(
 
 const ENDED: &str = "the connection it was meant for has ended";
 
-/// Writes `message` (or, without one, what is already buffered) on the connection of
-/// `generation`, waiting for the socket — on this thread, so it takes the socket back — within
-/// the core's write limit.
+/// What a write puts on the socket.
+enum Out<'a> {
+    /// A frame, with the ping that follows it if the core asked for one.
+    Frame(&'a Outbound),
+    Ping(u64),
+    /// What the socket already holds.
+    Buffered,
+}
+
+/// Writes `out` on the connection of `generation`, waiting for the socket — on this thread, so
+/// it takes the socket back — within the core's write limit.
 async fn write<S: JsSink>(
     state: &Mutex<State<S>>,
     timer: &mut Timer,
-    message: Option<Message>,
+    out: Out<'_>,
     generation: u64,
 ) -> Result<(), String> {
-    let mut message = message;
+    let mut out = Some(out);
     let io = poll_fn(|cx| {
         let mut guard = lock(state);
         let state = &mut *guard;
@@ -346,9 +354,11 @@ async fn write<S: JsSink>(
         let Some(ws) = state.socket.as_mut() else {
             return Poll::Ready(Err(ENDED.to_owned()));
         };
-        let result = match message.take() {
-            Some(message) => ws.send(message),
-            None => ws.flush(),
+        // Once written, what would block stays buffered in tungstenite: flush it.
+        let result = match out.take().unwrap_or(Out::Buffered) {
+            Out::Frame(frame) => write_frame(ws, frame),
+            Out::Ping(number) => ws.send(ping(number)),
+            Out::Buffered => ws.flush(),
         };
         match result {
             Ok(()) => Poll::Ready(Ok(())),

@@ -109,6 +109,10 @@ pub struct Outbound {
     /// A report (`target-ready`, `source-stopped-output`, `target-applied`, `abort`) is held
     /// while disconnected; a hello or a propose answer never is.
     pub is_report: bool,
+    /// D13: ping with this number right after the frame (in the same write): the pong that
+    /// carries it back proves the worker read the frame. Only on reports, only on a transport
+    /// that can ping.
+    pub ping_after: Option<u64>,
 }
 
 /// Which kinds of [`Note`] the transport wants; none by default, so that nothing is built for
@@ -142,7 +146,10 @@ impl Direction {
 pub enum ReportOutcome {
     /// Handed to the socket.
     Sent,
-    /// Made while disconnected; kept, to be sent right after the next hello-ack.
+    /// D13: the worker proved it read it (the pong to the ping sent after it came back).
+    Confirmed,
+    /// Made while disconnected, or sent on a connection that ended before the worker proved it
+    /// read it (D13); kept, to be sent right after the next hello-ack.
     Held,
     /// A held report replaced by a newer one (only the latest is kept).
     Superseded,
@@ -154,6 +161,7 @@ impl ReportOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
             ReportOutcome::Sent => "sent",
+            ReportOutcome::Confirmed => "confirmed",
             ReportOutcome::Held => "held",
             ReportOutcome::Superseded => "superseded",
             ReportOutcome::Dropped(_) => "dropped",
@@ -210,8 +218,9 @@ pub enum Action {
         code: Option<u16>,
         reason: Option<&'static str>,
     },
-    /// Send a WebSocket ping on the current socket.
-    Ping,
+    /// Send a WebSocket ping carrying this number (eight bytes, big-endian) on the current
+    /// socket; the worker's pong carries it back.
+    Ping(u64),
     Call(Call),
     Log(String),
     /// For an observer; see [`Protocol::observe`](super::Protocol::observe).
@@ -287,5 +296,6 @@ pub(super) fn encode(frame: &JobFrame, text: String) -> Outbound {
                 | JobFrame::TargetApplied(_)
                 | JobFrame::Abort { .. }
         ),
+        ping_after: None,
     }
 }

@@ -204,7 +204,8 @@ impl Protocol {
             }
             Deadline::Ping => {
                 if let Some(period) = self.heartbeat_period_ms() {
-                    self.actions.push_back(Action::Ping);
+                    let number = self.next_ping();
+                    self.actions.push_back(Action::Ping(number));
                     self.arm(Deadline::Ping, period);
                 }
             }

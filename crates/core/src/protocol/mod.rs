@@ -9,7 +9,7 @@
 //! worker too (a write it does not take, a close handshake): [`Protocol::on_wait_started`].
 //!
 //! Every rule here matches the JavaScript client `@norskvideo/ctl-sdk/migration` except where the
-//! README's "Differences from the JavaScript client" says otherwise (D1–D12 below).
+//! README's "Differences from the JavaScript client" says otherwise (D1–D13 below).
 
 mod actions;
 mod clock;
@@ -46,6 +46,10 @@ pub struct Config {
     /// A connect attempt (TCP, upgrade, hello-ack) that takes longer than this has failed;
     /// 0 turns it off.
     pub connect_timeout_ms: f64,
+    /// D13: the transport can ping (the native one), so a report counts as delivered only once
+    /// the pong to a ping sent right after it comes back. Without (a WHATWG socket), a report
+    /// counts as delivered once it left the socket's buffer.
+    pub confirm_by_ping: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +58,27 @@ enum Socket {
     None,
     /// A socket exists; `acked` once the worker's hello-ack arrived on it.
     Live { acked: bool },
+}
+
+/// D13: a report handed to the socket that the worker has not been shown to have read; the
+/// held report again if the connection ends first.
+///
+/// Why a ping: WebSocket frames are read in order, and a peer answers a ping only once it has
+/// read it, so the pong to a ping written after the report proves the worker's WebSocket layer
+/// read (and dispatched) the report. TCP's acknowledged bytes would prove less: the worker's
+/// kernel acknowledges what lands in its receive buffer, and a worker that dies with the report
+/// still there never reads it. Pings are numbered over the client's life, heartbeat ones too,
+/// because a peer may answer only the latest of several pings: a pong carrying a number at least
+/// the report's ping is proof.
+#[derive(Debug)]
+struct Unconfirmed {
+    out: Outbound,
+    /// Bytes sent on the socket up to the report's end, to judge a WHATWG socket's
+    /// `bufferedAmount` by.
+    end_bytes: u64,
+    /// The socket ended with the report not all transmitted (a WHATWG socket's
+    /// `bufferedAmount` said so).
+    untransmitted: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -84,8 +109,16 @@ pub struct Protocol {
     waiting: Option<Waiting>,
     /// When the current socket last carried anything, on the transport's clock.
     last_traffic_ms: f64,
-    /// The latest report made while disconnected.
+    /// The latest report made while disconnected, or sent on a connection that ended before
+    /// the worker proved it read it; sent after the next hello-ack.
     held: Option<Outbound>,
+    /// The latest report sent on the current socket, until the worker proves it read it.
+    unconfirmed: Option<Unconfirmed>,
+    /// The number of the latest ping (heartbeat or report); they count up over the client's
+    /// life, so a pong from an older socket never confirms a report on a newer one.
+    last_ping: u64,
+    /// Bytes handed to the current socket.
+    sent_bytes: u64,
     state_request: Option<StateRequest>,
     actions: VecDeque<Action>,
     /// xorshift64* state for the jitter.
@@ -108,6 +141,9 @@ impl Protocol {
             waiting: None,
             last_traffic_ms: 0.0,
             held: None,
+            unconfirmed: None,
+            last_ping: 0,
+            sent_bytes: 0,
             state_request: None,
             actions: VecDeque::new(),
             // xorshift must not start at zero.
@@ -169,6 +205,38 @@ impl Protocol {
     pub fn on_traffic(&mut self, now: f64) {
         self.tell(now);
         self.last_traffic_ms = now;
+    }
+
+    /// A pong arrived at `now` carrying `payload`. One that carries the number of the ping sent
+    /// after the unconfirmed report, or of a later one, proves the worker read the report.
+    pub fn on_pong(&mut self, payload: &[u8], now: f64) {
+        self.on_traffic(now);
+        let Ok(bytes) = <[u8; 8]>::try_from(payload) else {
+            return;
+        };
+        let number = u64::from_be_bytes(bytes);
+        // A number we never sent is no proof of anything.
+        if number > self.last_ping {
+            return;
+        }
+        let confirmed = self
+            .unconfirmed
+            .as_ref()
+            .is_some_and(|u| u.out.ping_after.is_some_and(|ping| ping <= number));
+        if confirmed {
+            if let Some(done) = self.unconfirmed.take() {
+                self.note_report(done.out.type_name, ReportOutcome::Confirmed);
+            }
+        }
+    }
+
+    /// The socket is ending with `bytes` of what was sent on it not yet transmitted (a WHATWG
+    /// socket's `bufferedAmount` at its close or error). Said before the close or error event.
+    pub fn on_unsent_at_end(&mut self, bytes: u64) {
+        let transmitted = self.sent_bytes.saturating_sub(bytes);
+        if let Some(u) = self.unconfirmed.as_mut() {
+            u.untransmitted |= u.end_bytes > transmitted;
+        }
     }
 
     /// Creating the socket failed outright (a constructor threw, a connect was refused).
@@ -366,7 +434,7 @@ impl Protocol {
     }
 
     /// D11: a send that failed is a broken connection. A report is kept as the held one unless
-    /// a newer report is already held.
+    /// a newer report is already kept.
     pub fn on_send_failed(&mut self, frame: Outbound, error: &str, now: f64) {
         self.tell(now);
         let type_name = frame.type_name;
@@ -377,16 +445,27 @@ impl Protocol {
             }
             return;
         }
+        // Ending the socket first makes an unconfirmed report the held one.
+        let ended = self.end_socket();
         if frame.is_report {
-            // The held report, if there is one, was made after this one: it wins.
-            if self.held.is_none() {
-                self.note_report(type_name, ReportOutcome::Held);
-                self.held = Some(frame);
-            } else {
-                self.note_report(type_name, ReportOutcome::Superseded);
+            // A report kept already is this one or was made after it: it wins.
+            let kept = self
+                .held
+                .as_ref()
+                .or(self.unconfirmed.as_ref().map(|u| &u.out));
+            match kept {
+                None => {
+                    self.note_report(type_name, ReportOutcome::Held);
+                    self.held = Some(Outbound {
+                        ping_after: None,
+                        ..frame
+                    });
+                }
+                Some(kept) if kept.text == frame.text => {}
+                Some(_) => self.note_report(type_name, ReportOutcome::Superseded),
             }
         }
-        if self.end_socket() {
+        if ended {
             self.actions.push_back(Action::Close {
                 code: None,
                 reason: None,
@@ -410,6 +489,7 @@ impl Protocol {
                 type_name: "frame",
                 text,
                 is_report: false,
+                ping_after: None,
             },
         };
         self.on_send_failed(frame, error, now);
@@ -422,6 +502,8 @@ impl Protocol {
         if let Some(held) = self.held.take() {
             self.note_report(held.type_name, ReportOutcome::Dropped("closed"));
         }
+        // Sent before the close frame, which the worker reads after it.
+        self.unconfirmed = None;
         self.deadlines.clear(Deadline::Reconnect);
         self.stop_liveness();
         if matches!(self.socket, Socket::Live { .. }) {
@@ -442,6 +524,7 @@ impl Protocol {
 
     fn open(&mut self) {
         self.socket = Socket::Live { acked: false };
+        self.sent_bytes = 0;
         self.attempts = self.attempts.saturating_add(1);
         self.actions.push_back(Action::Open);
         if self.observed.connection {
@@ -501,13 +584,38 @@ impl Protocol {
                 bytes: out.text.len(),
             });
         }
+        self.sent_bytes = self.sent_bytes.saturating_add(out.text.len() as u64);
         self.actions.push_back(Action::Send(out));
     }
 
-    fn send_report(&mut self, out: Outbound) {
+    /// Sends a report or a propose answer. A report stays unconfirmed (D13) until the worker
+    /// proves it read it, replacing any older one: the latest wins.
+    fn send_report(&mut self, mut out: Outbound) {
         let type_name = out.type_name;
-        self.send(out);
+        if !out.is_report {
+            self.send(out);
+            self.note_report(type_name, ReportOutcome::Sent);
+            return;
+        }
+        if self.cfg.confirm_by_ping {
+            out.ping_after = Some(self.next_ping());
+        }
+        self.send(out.clone());
         self.note_report(type_name, ReportOutcome::Sent);
+        if let Some(older) = self.unconfirmed.take() {
+            self.note_report(older.out.type_name, ReportOutcome::Superseded);
+        }
+        self.unconfirmed = Some(Unconfirmed {
+            out,
+            end_bytes: self.sent_bytes,
+            untransmitted: false,
+        });
+    }
+
+    /// The number for the next ping.
+    pub(super) fn next_ping(&mut self) -> u64 {
+        self.last_ping += 1;
+        self.last_ping
     }
 
     fn note(&mut self, note: Note) {
@@ -567,12 +675,24 @@ impl Protocol {
         self.actions.push_back(Action::Log(line));
     }
 
-    /// Forgets the current socket; false when there was none (a stale or repeated event).
+    /// Forgets the current socket; false when there was none (a stale or repeated event). A
+    /// report the worker was not shown to have read becomes the held one (D13).
     fn end_socket(&mut self) -> bool {
         if !matches!(self.socket, Socket::Live { .. }) {
             return false;
         }
         self.socket = Socket::None;
+        if let Some(u) = self.unconfirmed.take() {
+            // A WHATWG socket's report that left its buffer counts as delivered: nothing more
+            // can be known of it.
+            if (self.cfg.confirm_by_ping || u.untransmitted) && !self.closed {
+                self.note_report(u.out.type_name, ReportOutcome::Held);
+                self.held = Some(Outbound {
+                    ping_after: None,
+                    ..u.out
+                });
+            }
+        }
         // A drop mid-propose is the source aborting; the worker asks afresh.
         self.state_request = None;
         self.stop_liveness();

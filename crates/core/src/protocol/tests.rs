@@ -12,6 +12,7 @@ fn core() -> Protocol {
         seed: 7,
         heartbeat_ms: 0.0,
         connect_timeout_ms: 0.0,
+        confirm_by_ping: false,
     })
 }
 
@@ -800,7 +801,10 @@ impl Clocked {
 }
 
 fn pings(actions: &[Action]) -> usize {
-    actions.iter().filter(|a| matches!(a, Action::Ping)).count()
+    actions
+        .iter()
+        .filter(|a| matches!(a, Action::Ping(_)))
+        .count()
 }
 
 fn closes(actions: &[Action]) -> usize {
@@ -1000,4 +1004,268 @@ fn deadlines_due_together_are_handled_earliest_first_and_once() {
     assert_eq!(pings(&actions), 1);
     assert_eq!(closes(&actions), 1);
     assert_eq!(c.p.deadline(Deadline::Reconnect), Some(2_000.0));
+}
+
+// ── D13: a report counts as delivered once the worker proved it read it ──────
+
+/// A connected core on a transport that pings, observing reports.
+fn pinging() -> Protocol {
+    let mut p = Protocol::new(Config {
+        confirm_by_ping: true,
+        ..core().cfg
+    });
+    p.observe(Observed {
+        reports: true,
+        ..Observed::default()
+    });
+    p.start(0.0);
+    p.on_open(0.0);
+    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
+    take(&mut p);
+    p
+}
+
+/// The frames sent, with the number of the ping each asks for right after it.
+fn sent_with_pings(actions: &[Action]) -> Vec<(String, Option<u64>)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Send(out) => Some((out.text.clone(), out.ping_after)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Reconnects after a drop: the reconnect, the open and the hello-ack; the actions of the ack.
+fn reconnect(p: &mut Protocol) -> Vec<Action> {
+    let at = fire(p, Deadline::Reconnect);
+    p.on_open(at);
+    take(p);
+    p.on_frame(r#"{"type":"hello-ack"}"#, at);
+    take(p)
+}
+
+const STOPPED: &str = r#"{"type":"source-stopped-output","payload":1}"#;
+
+#[test]
+fn a_report_unconfirmed_at_a_drop_is_sent_again_after_the_next_ack() {
+    let mut p = pinging();
+    p.report_stopped_output("1".into()).ok();
+    let actions = take(&mut p);
+    assert_eq!(sent_with_pings(&actions), [(STOPPED.to_owned(), Some(1))]);
+    assert_eq!(
+        report_outcomes(&actions),
+        [("source-stopped-output", ReportOutcome::Sent)]
+    );
+    // Written into a connection the worker had already dropped.
+    p.on_error(5.0);
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [("source-stopped-output", ReportOutcome::Held)]
+    );
+    assert!(p.has_held_report());
+    let actions = reconnect(&mut p);
+    assert_eq!(sent(&actions), [STOPPED]);
+    // Sent again, it is waited on again, with a ping of its own.
+    assert_eq!(sent_with_pings(&actions)[0].1, Some(2));
+    p.on_pong(&2u64.to_be_bytes(), 2_000.0);
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [("source-stopped-output", ReportOutcome::Confirmed)]
+    );
+    p.on_closed(1006, "", 2_001.0);
+    assert!(!p.has_held_report());
+}
+
+#[test]
+fn a_confirmed_report_is_never_sent_again() {
+    let mut p = pinging();
+    p.report_ready("1".into()).ok();
+    take(&mut p);
+    p.on_pong(&1u64.to_be_bytes(), 1.0);
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [("target-ready", ReportOutcome::Confirmed)]
+    );
+    p.on_error(2.0);
+    assert!(report_outcomes(&take(&mut p)).is_empty());
+    let actions = reconnect(&mut p);
+    assert!(sent(&actions).is_empty(), "{:?}", sent(&actions));
+}
+
+#[test]
+fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
+    let mut c = Clocked::new(1_000.0, 0.0);
+    c.p = Protocol::new(Config {
+        confirm_by_ping: true,
+        ..c.p.cfg.clone()
+    });
+    c.p.start(0.0);
+    acked(&mut c);
+    c.p.observe(Observed {
+        reports: true,
+        ..Observed::default()
+    });
+    c.advance_to(1_000.0);
+    let heartbeat = c.drain();
+    assert!(heartbeat.contains(&Action::Ping(1)), "{heartbeat:?}");
+    c.p.report_applied(Default::default()).ok();
+    c.collect();
+    assert_eq!(sent_with_pings(&c.drain())[0].1, Some(2));
+    // The heartbeat's pong was on its way before the report: no proof.
+    c.p.on_pong(&1u64.to_be_bytes(), 1_001.0);
+    // Nor is a number never sent, or a payload that is not one of ours.
+    c.p.on_pong(&9u64.to_be_bytes(), 1_001.0);
+    c.p.on_pong(b"hi", 1_001.0);
+    c.collect();
+    assert!(report_outcomes(&c.drain()).is_empty());
+    // A peer may answer only the latest of several pings: a later heartbeat's pong is proof.
+    c.advance_to(2_000.0);
+    assert!(c.drain().contains(&Action::Ping(3)));
+    c.p.on_pong(&3u64.to_be_bytes(), 2_001.0);
+    c.collect();
+    assert_eq!(
+        report_outcomes(&c.drain()),
+        [("target-applied", ReportOutcome::Confirmed)]
+    );
+}
+
+#[test]
+fn a_newer_report_replaces_an_unconfirmed_one() {
+    let mut p = pinging();
+    p.report_ready("1".into()).ok();
+    p.report_stopped_output("1".into()).ok();
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [
+            ("target-ready", ReportOutcome::Sent),
+            ("source-stopped-output", ReportOutcome::Sent),
+            ("target-ready", ReportOutcome::Superseded),
+        ]
+    );
+    p.on_closed(1006, "", 1.0);
+    take(&mut p);
+    assert_eq!(sent(&reconnect(&mut p)), [STOPPED]);
+    // The older is not waited on any more: its pong proves nothing about the newer.
+    p.on_pong(&1u64.to_be_bytes(), 2_000.0);
+    assert!(report_outcomes(&take(&mut p)).is_empty());
+}
+
+#[test]
+fn a_report_made_while_an_unconfirmed_one_is_held_replaces_it() {
+    let mut p = pinging();
+    p.report_ready("1".into()).ok();
+    p.on_error(1.0);
+    take(&mut p);
+    p.abort("gone".into()).ok();
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [
+            ("target-ready", ReportOutcome::Superseded),
+            ("abort", ReportOutcome::Held)
+        ]
+    );
+    assert_eq!(
+        sent(&reconnect(&mut p)),
+        [r#"{"type":"abort","reason":"gone"}"#]
+    );
+}
+
+#[test]
+fn a_propose_answer_is_not_held_at_a_drop() {
+    let mut p = pinging();
+    p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 1.0);
+    take(&mut p);
+    p.report_state("{}".into()).ok();
+    let actions = take(&mut p);
+    assert_eq!(sent_with_pings(&actions)[0].1, None);
+    p.on_error(2.0);
+    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(sent(&reconnect(&mut p)).is_empty());
+}
+
+#[test]
+fn a_failed_send_of_the_unconfirmed_report_holds_it_once() {
+    let mut p = pinging();
+    p.report_ready("1".into()).ok();
+    let out = match take(&mut p)
+        .into_iter()
+        .find(|a| matches!(a, Action::Send(_)))
+    {
+        Some(Action::Send(out)) => out,
+        other => panic!("{other:?}"),
+    };
+    p.on_send_failed(out.clone(), "broken pipe", 1.0);
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [("target-ready", ReportOutcome::Held)]
+    );
+    // The same failure reported late, for a connection already gone, changes nothing.
+    p.on_send_failed(out, "broken pipe", 2.0);
+    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert_eq!(
+        sent(&reconnect(&mut p)),
+        [r#"{"type":"target-ready","payload":1}"#]
+    );
+}
+
+#[test]
+fn after_close_an_unconfirmed_report_is_not_held() {
+    let mut p = pinging();
+    p.report_ready("1".into()).ok();
+    p.close();
+    take(&mut p);
+    p.on_closed(1000, "", 1.0);
+    assert!(!p.has_held_report());
+    assert!(report_outcomes(&take(&mut p)).is_empty());
+}
+
+/// A connected core on a WHATWG socket (no ping), observing reports.
+fn whatwg() -> Protocol {
+    let mut p = observed();
+    p.start(0.0);
+    p.on_open(0.0);
+    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
+    take(&mut p);
+    p
+}
+
+#[test]
+fn on_a_whatwg_socket_a_report_that_left_the_buffer_counts_as_delivered() {
+    let mut p = whatwg();
+    p.report_stopped_output("1".into()).ok();
+    assert_eq!(sent_with_pings(&take(&mut p))[0].1, None);
+    p.on_unsent_at_end(0);
+    p.on_closed(1006, "", 1.0);
+    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(sent(&reconnect(&mut p)).is_empty());
+}
+
+#[test]
+fn on_a_whatwg_socket_a_report_still_buffered_at_the_end_is_held() {
+    let mut p = whatwg();
+    p.report_stopped_output("1".into()).ok();
+    p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 1.0);
+    take(&mut p);
+    p.report_state("{}".into()).ok();
+    take(&mut p);
+    // What follows the report is buffered, and the report's last byte with it.
+    let state = r#"{"type":"state","payload":{}}"#.len() as u64;
+    p.on_unsent_at_end(state + 1);
+    p.on_error(2.0);
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [("source-stopped-output", ReportOutcome::Held)]
+    );
+    assert_eq!(sent(&reconnect(&mut p)), [STOPPED]);
+
+    // Only what came after it still buffered: the report itself left.
+    let mut p = whatwg();
+    p.report_stopped_output("1".into()).ok();
+    p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 1.0);
+    p.report_state("{}".into()).ok();
+    take(&mut p);
+    p.on_unsent_at_end(state);
+    p.on_error(2.0);
+    assert!(report_outcomes(&take(&mut p)).is_empty());
 }
