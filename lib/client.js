@@ -185,8 +185,10 @@ function socketClient(handlers, url, token, name, opts) {
     }
   }
 
-  // Carries out the core's actions, in order (their shapes: `JsAction` in lib/addon/binding.d.ts).
+  // Carries out the core's actions, in order (their shapes: `JsAction` in lib/addon/binding.d.ts;
+  // the WebAssembly build hands them over as one JSON text).
   function run(actions) {
+    if (typeof actions === 'string') actions = JSON.parse(actions)
     observe()
     for (const action of actions) {
       switch (action.kind) {
