@@ -2,8 +2,9 @@
 // One scenario of the bench in a loop, for a profiler: starts the worker and one client process,
 // runs `n` round trips of <scenario>, and prints the figures. With --perf <file> it records the
 // client process with `perf record -g` while the round trips run (build the addon with symbols
-// first, see docs/performance.md).
-//   node bench/profile.mjs cutover-36k 5000 [--vs <module>] [--perf /tmp/client.perf.data]
+// first, see docs/performance.md); with --cpu-prof <dir> it writes the client process's V8 CPU
+// profile there (the whole process: start-up, then the round trips).
+//   node bench/profile.mjs cutover-36k 5000 [--vs <module>] [--perf /tmp/client.perf.data] [--cpu-prof <dir>]
 import { fork, spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
@@ -20,6 +21,7 @@ const flag = (name) => {
 }
 const vs = flag('--vs')
 const perfOut = flag('--perf')
+const cpuProfDir = flag('--cpu-prof')
 const busy = args.includes('--busy')
 const [scenario = 'cutover', nArg = '2000'] = args.filter((a) => a !== '--busy')
 const n = Number(nArg)
@@ -64,7 +66,12 @@ if (scenario.startsWith('echo')) {
 } else {
   client = fork(join(here, 'client.mjs'), [moduleUrl, `ws://127.0.0.1:${port}/instances/${id}/${role}`], {
     env,
-    execArgv: ['--expose-gc', '--perf-basic-prof-only-functions', '--interpreted-frames-native-stack'],
+    execArgv: [
+      '--expose-gc',
+      '--perf-basic-prof-only-functions',
+      '--interpreted-frames-native-stack',
+      ...(cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : []),
+    ],
   })
   kids.push(client)
   await next(client, (m) => m.type === 'imported')
@@ -120,5 +127,10 @@ const cpuLine = perThread.filter(([k]) => !/ (vol|non)$/.test(k)).map(([k, us]) 
 const switches = perThread.filter(([k]) => / (vol|non)$/.test(k)).map(([k, c]) => `${k} ${c.toFixed(2)}`)
 console.log(`client CPU per round trip, µs by thread: ${cpuLine.join(', ')}`)
 console.log(`context switches per round trip (voluntary, involuntary), by thread: ${switches.join(', ')}`)
+if (cpuProfDir) {
+  // The profile is written when the process exits of itself.
+  client.send({ cmd: 'exit' })
+  await Promise.race([new Promise((r) => client.once('exit', r)), new Promise((r) => setTimeout(r, 5000))])
+}
 killAll()
 process.exit(0)

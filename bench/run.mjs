@@ -251,7 +251,7 @@ async function startClient(impl, id, role, port) {
   child.send({ cmd: 'connect' })
   const connecting = await waitFor(child, (m) => m.type === 'connecting', 15_000, `${id} to call connectMigration`)
   await waitFor(worker, (m) => m.type === 'connected' && m.id === id, 15_000, `${id} to connect`)
-  return { child, id, before: imported.footprint, connectMs: connecting.ms }
+  return { child, id, before: imported.footprint, importMs: imported.ms, connectMs: connecting.ms }
 }
 
 async function footprintOf(c) {
@@ -295,10 +295,10 @@ function ratio(a, b) {
 }
 
 function table(rows) {
-  const head = ['measure', 'unit', 'this p50', 'this p99', 'vs p50', 'vs p99', 'ratio p50', 'ratio p99', '÷ floor p50 (this / vs)', 'wasm p50', 'wasm p99', 'wasm ÷ this p50']
+  const head = ['measure', 'unit', 'this p50', 'this p99', 'vs p50', 'vs p99', 'ratio p50', 'ratio p99', '÷ floor p50 (this / vs)', 'wasm p50', 'wasm p99', 'wasm ÷ this p50', 'wasm ÷ vs p50']
   const body = rows.map((r) => {
     if (r.floorRow) {
-      return [r.label, r.unit, fmt(r.s.p50, r.unit), fmt(r.s.p99, r.unit), '(same)', '', '', '', '', '', '', '']
+      return [r.label, r.unit, fmt(r.s.p50, r.unit), fmt(r.s.p99, r.unit), '(same)', '', '', '', '', '', '', '', '']
     }
     const a = r.this ?? {}
     const b = r.vs ?? {}
@@ -317,6 +317,7 @@ function table(rows) {
       w.error ? 'error' : fmt(w.p50, r.unit),
       w.error ? '' : fmt(w.p99, r.unit),
       r.noRatio ? '' : ratio(w.p50, a.p50),
+      r.noRatio ? '' : ratio(w.p50, b.p50),
     ]
   })
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => String(r[i]).length)))
@@ -458,11 +459,12 @@ async function main() {
   })()
 
   console.error(`bench: fresh processes: first round trips and footprint (${P.footprintRuns} processes each) …`)
-  const fp = Object.fromEntries(impls.map((i) => [i.key, { rssMiB: [], threads: [], connectMs: [] }]))
+  const fp = Object.fromEntries(impls.map((i) => [i.key, { rssMiB: [], processRssMiB: [], threads: [], connectMs: [], startupMs: [] }]))
   for (let k = 0; k < P.footprintRuns; k++) {
     for (const impl of rotation(k)) {
       const c = await startClient(impl, `fp-${impl.key}-${k}`, 'source', port)
       fp[impl.key].connectMs.push(c.connectMs)
+      fp[impl.key].startupMs.push(c.importMs + c.connectMs)
       // The first frames a fresh process handles: nothing JIT-compiled yet, as in production,
       // where a process sees one handover in its life.
       for (const sc of ['get-state', 'cutover', 'cutover-36k']) add(`${impl.key}:cold:${sc}`, await runAt(c.id, sc, 1))
@@ -471,6 +473,7 @@ async function main() {
       await sleep(300)
       const after = await footprintOf(c)
       fp[impl.key].rssMiB.push((after.rssKiB - c.before.rssKiB) / 1024)
+      fp[impl.key].processRssMiB.push(after.rssKiB / 1024)
       fp[impl.key].threads.push(after.threads - c.before.threads)
       await stopClient(c)
     }
@@ -494,7 +497,9 @@ async function main() {
     { key: 'cjs-wall', label: 'import (`require`): wall added', unit: 'ms', ...pair((i) => imp(`${i}:cjs`, 'wallMs')) },
     { key: 'cjs-rss', label: 'import (`require`): peak RSS added', unit: 'MiB', ...pair((i) => imp(`${i}:cjs`, 'hwmMiB')) },
     { key: 'connect', label: 'fresh process: first connectMigration (loads the addon)', unit: 'ms', ...pair((i) => stat(fp[i].connectMs)) },
+    { key: 'startup', label: 'fresh process: import + first connectMigration (in it)', unit: 'ms', ...pair((i) => stat(fp[i].startupMs)) },
     { key: 'rss', label: 'connected client: RSS added', unit: 'MiB', ...pair((i) => stat(fp[i].rssMiB)) },
+    { key: 'process-rss', label: 'connected client, warm: process RSS', unit: 'MiB', ...pair((i) => stat(fp[i].processRssMiB)) },
     { key: 'threads', label: 'connected client: OS threads added', unit: 'count', ...pair((i) => stat(fp[i].threads)) },
     {
       key: 'idle-cpu',
@@ -529,6 +534,8 @@ async function main() {
     table(rows),
     '',
     targets(rows),
+    '',
+    fallbackTargets(rows),
   ].join('\n')
   console.log(out)
   results.text = out
@@ -573,6 +580,27 @@ function targets(rows) {
   const cpu = row['idle-cpu']
   check('< 5 ms CPU per idle minute', cpu.this.p99 < 5, `p50 ${fmt(cpu.this.p50, 'ms/min')}, p99 ${fmt(cpu.this.p99, 'ms/min')} ms/min`)
   return `Targets (issue 5; a verdict only when vs is the JavaScript reference):\n${lines.join('\n')}`
+}
+
+// Issue 20's targets: the WebAssembly fallback against the comparison, p50 ratios of this run.
+function fallbackTargets(rows) {
+  const row = Object.fromEntries(rows.map((r) => [r.key, r]))
+  const lines = []
+  for (const [key, max] of [
+    ['get-state', 1],
+    ['cutover', 1],
+    ['initial', 1],
+    ['cutover-36k', 0.8],
+    ['startup', 0.5],
+    ['process-rss', 1],
+    ['cpu-cutover', 1],
+  ]) {
+    const x = row[key]
+    const q = x.wasm?.p50 / x.vs?.p50
+    const verdict = Number.isNaN(q) ? 'n/a   ' : q <= max ? 'met   ' : 'MISSED'
+    lines.push(`- ${verdict} ${x.label} ≤ ${max.toFixed(1)}×: ${fmt(x.wasm?.p50, x.unit)} ÷ ${fmt(x.vs?.p50, x.unit)} ${x.unit} = ${ratio(x.wasm?.p50, x.vs?.p50)}`)
+  }
+  return `Targets for the WebAssembly fallback (issue 20; wasm ÷ vs at p50, a verdict only when vs is the JavaScript reference):\n${lines.join('\n')}`
 }
 
 main().then(

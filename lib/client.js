@@ -78,11 +78,13 @@ function socketClient(handlers, url, token, name, opts) {
   }
 
   // Carries out the core's actions, in order. Open, Send, Close and SetTimer come on a
-  // JavaScript socket only: the native transport carries them out itself.
-  /** @param {JsAction[]} actions */
+  // JavaScript socket only: the native transport carries them out itself. The WebAssembly build
+  // hands the actions over as one JSON text (one crossing of its boundary instead of many).
+  /** @param {JsAction[] | string} actions */
   function run(actions) {
+    const list = /** @type {JsAction[]} */ (typeof actions === 'string' ? JSON.parse(actions) : actions)
     observe()
-    for (const action of actions) {
+    for (const action of list) {
       switch (action.kind) {
         case 'Log':
           log(action.line)

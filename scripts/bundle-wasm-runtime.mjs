@@ -1,4 +1,5 @@
-// Bundles what lib/addon/wasi.js needs to run the WebAssembly build into one CommonJS file,
+// Bundles what lib/addon/wasi.js needs to run the WebAssembly build (emnapi; the few WASI
+// functions the module imports are wasi.js's own) into one CommonJS file,
 // lib/addon/wasm-runtime.js, shipped in the root package in place of runtime dependencies.
 //
 // Why a bundle: the emnapi release that napi-rs's wasm32-wasip1 build links against
@@ -23,7 +24,6 @@ const result = await build({
       "export { instantiateNapiModuleSync } from '@emnapi/core'",
       "export { asyncWork, tsfn } from '@emnapi/core/plugins'",
       "export { createContext } from '@emnapi/runtime'",
-      "export { WASI } from '@tybys/wasm-util'",
     ].join('\n'),
     resolveDir: root,
     loader: 'js',

@@ -2,7 +2,7 @@
 //!
 //! Every method returns the actions the JavaScript glue (`lib/client.js`) must carry out now, as
 //! typed objects (`{ kind: 'Send', text }`, `{ kind: 'CutoverReady', payload, migrationId, … }`,
-//! [`actions`]). With the native transport ([`native`], not in the WebAssembly build) that is
+//! [`actions`]); the WebAssembly build hands the same list over as one JSON text ([`Actions`]). With the native transport ([`native`], not in the WebAssembly build) that is
 //! only log lines and handler calls (the socket lives on the runtime thread, whose own log
 //! lines and handler calls arrive through one threadsafe function); with a JavaScript socket
 //! ([`JsSocket`]) it is everything, socket work and its one timer too, so the glue runs it
@@ -12,7 +12,7 @@
 
 mod actions;
 
-use actions::{to_js, Ended, Handler, JsAction, Settled};
+use actions::{to_js, Actions, Ended, Handler, JsAction, Settled};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{Config, Observed, Protocol, TooLarge};
@@ -188,33 +188,33 @@ impl Client {
         self.apply(|core, _| core.observe(observed));
     }
 
-    #[napi]
-    pub fn start(&mut self) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn start(&mut self) -> Actions {
         self.apply(|core, now| core.start(now))
     }
 
-    #[napi]
-    pub fn report_state(&mut self, payload: String) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn report_state(&mut self, payload: String) -> Actions {
         self.report(|core| core.report_state(payload))
     }
 
-    #[napi]
-    pub fn refuse_state(&mut self, reason: String) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn refuse_state(&mut self, reason: String) -> Actions {
         self.report(|core| core.refuse_state(reason))
     }
 
-    #[napi]
-    pub fn report_ready(&mut self, payload: String) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn report_ready(&mut self, payload: String) -> Actions {
         self.report(|core| core.report_ready(payload))
     }
 
-    #[napi]
-    pub fn report_stopped_output(&mut self, payload: String) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn report_stopped_output(&mut self, payload: String) -> Actions {
         self.report(|core| core.report_stopped_output(payload))
     }
 
-    #[napi]
-    pub fn report_applied(&mut self, summary: Option<JsAppliedSummary>) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn report_applied(&mut self, summary: Option<JsAppliedSummary>) -> Actions {
         let summary = summary.map(|s| AppliedSummary {
             applied: s.applied,
             failed: s.failed.map(|parts| {
@@ -231,13 +231,13 @@ impl Client {
         self.report(|core| core.report_applied(summary.unwrap_or_default()))
     }
 
-    #[napi]
-    pub fn abort(&mut self, reason: String) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn abort(&mut self, reason: String) -> Actions {
         self.report(|core| core.abort(reason))
     }
 
-    #[napi]
-    pub fn close(&mut self) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn close(&mut self) -> Actions {
         let actions = self.apply(|core, _| core.close());
         #[cfg(not(target_family = "wasm"))]
         if let Transport::Native(native) = &self.transport {
@@ -248,13 +248,13 @@ impl Client {
 
     /// The call to `handler` for `migration_id` (the one its action named) ended as `outcome`
     /// says; an error for an ending that handler cannot have.
-    #[napi]
+    #[napi(ts_return_type = "Array<JsAction>")]
     pub fn settle(
         &mut self,
         handler: Handler,
         migration_id: String,
         outcome: Settled,
-    ) -> Result<Vec<JsAction>> {
+    ) -> Result<Actions> {
         let ended = outcome
             .for_handler(handler)
             .map_err(|why| Error::new(Status::InvalidArg, why))?;
@@ -266,31 +266,31 @@ impl Client {
 
     // ── events of a JavaScript socket; `now_ms` is the glue's clock ──────
 
-    #[napi]
-    pub fn socket_opened(&mut self, now_ms: f64) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn socket_opened(&mut self, now_ms: f64) -> Actions {
         self.socket_event(now_ms, |core, now| core.on_open(now))
     }
 
-    #[napi]
-    pub fn socket_open_failed(&mut self, error: String, now_ms: f64) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn socket_open_failed(&mut self, error: String, now_ms: f64) -> Actions {
         self.socket_event(now_ms, |core, now| core.on_open_failed(&error, now))
     }
 
-    #[napi]
-    pub fn socket_message(&mut self, text: String, now_ms: f64) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn socket_message(&mut self, text: String, now_ms: f64) -> Actions {
         self.socket_event(now_ms, |core, now| core.on_frame(&text, now))
     }
 
     /// The socket's close event; `buffered_amount`, its `bufferedAmount` then (D13: a report
     /// still in it was never transmitted, and is held).
-    #[napi]
+    #[napi(ts_return_type = "Array<JsAction>")]
     pub fn socket_closed(
         &mut self,
         code: Option<u32>,
         reason: String,
         now_ms: f64,
         buffered_amount: Option<f64>,
-    ) -> Vec<JsAction> {
+    ) -> Actions {
         // A close event with no code (or none a close frame can carry) had no status.
         let code = code
             .and_then(|c| u16::try_from(c).ok())
@@ -302,8 +302,8 @@ impl Client {
     }
 
     /// The socket's error event; `buffered_amount` as for [`Client::socket_closed`].
-    #[napi]
-    pub fn socket_errored(&mut self, now_ms: f64, buffered_amount: Option<f64>) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn socket_errored(&mut self, now_ms: f64, buffered_amount: Option<f64>) -> Actions {
         self.socket_event(now_ms, |core, now| {
             unsent_at_end(core, buffered_amount);
             core.on_error(now)
@@ -311,28 +311,23 @@ impl Client {
     }
 
     /// `send(text)` of a `Send` action threw `error`.
-    #[napi]
-    pub fn socket_send_failed(
-        &mut self,
-        text: String,
-        error: String,
-        now_ms: f64,
-    ) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn socket_send_failed(&mut self, text: String, error: String, now_ms: f64) -> Actions {
         self.socket_event(now_ms, |core, now| {
             core.on_send_text_failed(text, &error, now)
         })
     }
 
     /// The timer a `SetTimer` action set fired.
-    #[napi]
-    pub fn timer_fired(&mut self, now_ms: f64) -> Vec<JsAction> {
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn timer_fired(&mut self, now_ms: f64) -> Actions {
         let Some(js) = self.js_socket_mut() else {
-            return Vec::new();
+            return Actions(Vec::new());
         };
         // It was set for the core's deadline, so that has come, whatever the glue's clock
         // reads (a timer may fire a hair early; fake timers move no clock).
         let due = js.timer_at.take().map_or(now_ms, |at| now_ms.max(at));
-        js.run(Some(due), |core, now| core.handle_timeout(now)).1
+        Actions(js.run(Some(due), |core, now| core.handle_timeout(now)).1)
     }
 }
 
@@ -357,8 +352,8 @@ impl Client {
         }
     }
 
-    fn apply(&mut self, f: impl FnOnce(&mut Protocol, f64)) -> Vec<JsAction> {
-        self.run(f).1
+    fn apply(&mut self, f: impl FnOnce(&mut Protocol, f64)) -> Actions {
+        Actions(self.run(f).1)
     }
 
     /// Runs `f` on the core with the time on the transport's clock.
@@ -371,23 +366,23 @@ impl Client {
     }
 
     /// An event of the glue's socket, at `now_ms` on its clock.
-    fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Vec<JsAction> {
-        match self.js_socket_mut() {
+    fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Actions {
+        Actions(match self.js_socket_mut() {
             Some(js) => js.run(Some(now_ms), f).1,
             None => Vec::new(),
-        }
+        })
     }
 
     /// A report, or the one action saying it was over the frame cap.
     fn report(
         &mut self,
         f: impl FnOnce(&mut Protocol) -> std::result::Result<(), TooLarge>,
-    ) -> Vec<JsAction> {
-        match self.run(|core, _| f(core)) {
+    ) -> Actions {
+        Actions(match self.run(|core, _| f(core)) {
             (Ok(()), actions) => actions,
             (Err(too_large), _) => vec![JsAction::TooLarge {
                 message: too_large.to_string(),
             }],
-        }
+        })
     }
 }
