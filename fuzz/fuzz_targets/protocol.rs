@@ -291,9 +291,10 @@ impl Harness {
                     sends.push(out);
                 }
                 Action::Close { .. } => {
-                    // The transport drops the socket or the attempt.
-                    self.m.sock = None;
-                    self.m.pending_open = false;
+                    // The transport drops the socket or the attempt; a report not yet shown read
+                    // on it is held, as when the transport sees the socket end (a silent worker,
+                    // a connect deadline).
+                    self.end_socket();
                 }
                 Action::Ping(number) => {
                     let sock = self.m.sock.as_mut().expect("a ping with no socket");
