@@ -104,6 +104,24 @@ describe('socket quirks the reference does not handle', () => {
     await flush()
     expect((FakeSocket.last as TypedSocket).binaryType).toBe('arraybuffer')
   })
+
+  // Nothing on the way recurses on the payload's depth: on the WebAssembly build (a 1 MiB stack)
+  // a frame at the 64 KiB limit that is brackets to the brim is delivered too. (The reference's
+  // schema check overflows its stack on it.)
+  test('a 64 KiB frame nested 32,000 levels deep is delivered', async () => {
+    let depth = -1
+    const onCutoverReady = vi.fn((payload: unknown) => {
+      depth = 0
+      for (let x = payload; Array.isArray(x) && x.length > 0; x = x[0]) depth++
+    })
+    const { socket } = await connected({ onCutoverReady })
+    const levels = 32_000
+    const frame = `{"type":"cutover-ready","migrationId":"m1","payload":${'['.repeat(levels)}${']'.repeat(levels)}}`
+    expect(frame.length).toBeLessThanOrEqual(65_536)
+    socket.receiveData(frame)
+    expect(onCutoverReady).toHaveBeenCalledOnce()
+    expect(depth).toBe(levels - 1)
+  })
 })
 
 describe('D1 onConnected', () => {

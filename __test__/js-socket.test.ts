@@ -180,23 +180,6 @@ describe('connecting', () => {
     expect(onCutoverReady).toHaveBeenCalledWith(deep, 'm1')
   })
 
-  // Nothing on the way recurses on the payload's depth: on the WebAssembly build (a 1 MiB stack)
-  // a frame at the 64 KiB limit that is brackets to the brim is delivered too.
-  test('a 64 KiB frame nested 32,000 levels deep is delivered', async () => {
-    let depth = -1
-    const onCutoverReady = vi.fn((payload: unknown) => {
-      depth = 0
-      for (let x = payload; Array.isArray(x) && x.length > 0; x = x[0]) depth++
-    })
-    const { socket } = await connected({ onCutoverReady })
-    const levels = 32_000
-    const frame = `{"type":"cutover-ready","migrationId":"m1","payload":${'['.repeat(levels)}${']'.repeat(levels)}}`
-    expect(frame.length).toBeLessThanOrEqual(65_536)
-    socket.receiveData(frame)
-    expect(onCutoverReady).toHaveBeenCalledOnce()
-    expect(depth).toBe(levels - 1)
-  })
-
   test('without NORSK_WORKER_WS_URL and NORSK_WORKER_TOKEN there is no socket and every method does nothing', async () => {
     for (const env of [{}, { NORSK_WORKER_WS_URL: WORKER_URL }, { NORSK_WORKER_TOKEN: TOKEN }]) {
       const client = connect({ onGetState: () => 1 }, {}, env)
