@@ -20,6 +20,7 @@ import {
   type ReportMessage,
 } from '@norskvideo/ctl-migration'
 import { runHandover, startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration/testing'
+import { until } from './support/until.js'
 
 const product = fileURLToPath(new URL('./fixtures/debug-product.cjs', import.meta.url))
 
@@ -63,17 +64,6 @@ function collectTraces(): string[] {
   tracing.subscribe(subscribers)
   unsubscribers.push(() => tracing.unsubscribe(subscribers))
   return seen
-}
-
-/** Resolves once `check` returns something truthy, polling as the kit's own waits do. */
-async function until<T>(check: () => T | undefined | false, what: string, timeoutMs = 5000): Promise<T> {
-  const deadline = performance.now() + timeoutMs
-  for (;;) {
-    const value = check()
-    if (value) return value
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setImmediate(resolve))
-  }
 }
 
 const transports: [string, ConnectMigrationOptions][] = [

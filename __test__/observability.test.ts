@@ -6,6 +6,7 @@ import { connectMigration, type MigrationClient } from '@norskvideo/ctl-migratio
 import { runHandover, startTestWorker, type TestWorker } from '@norskvideo/ctl-migration/testing'
 // @ts-expect-error: the example is plain JavaScript, without types
 import { traceHandovers } from '../docs/opentelemetry-example.mjs'
+import { until } from './support/until.js'
 
 let worker: TestWorker
 let exporter: InMemorySpanExporter
@@ -24,17 +25,6 @@ afterEach(async () => {
   for (const client of clients.splice(0)) client.close()
   await worker.close()
 })
-
-/** Resolves once `check` returns something truthy. */
-async function until<T>(check: () => T | undefined | false, what: string, timeoutMs = 5000): Promise<T> {
-  const deadline = performance.now() + timeoutMs
-  for (;;) {
-    const value = check()
-    if (value) return value
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-}
 
 function connect(handlers: Parameters<typeof connectMigration>[0], env: NodeJS.ProcessEnv): MigrationClient {
   const client = connectMigration(handlers, env, { log: () => {}, reconnectMinMs: 20, reconnectMaxMs: 100 })

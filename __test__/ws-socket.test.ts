@@ -13,6 +13,7 @@ import {
   type MigrationSocketCtor,
 } from '@norskvideo/ctl-migration'
 import { ScriptedWorker } from './support/worker.js'
+import { until } from './support/until.js'
 
 let worker: ScriptedWorker
 const clients: MigrationClient[] = []
@@ -152,15 +153,6 @@ describe("opts.WebSocket = ws's WebSocket", () => {
     worker = await ScriptedWorker.start()
   })
 })
-
-/** Polls `check` until it holds; fails after `timeoutMs`. */
-async function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
 
 // ── the global WebSocket (undici) in a child process ───────────────────────
 

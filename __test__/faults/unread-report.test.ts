@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { channels, connectMigration, type MigrationClient, type MigrationHandlers, type ReportMessage } from '@norskvideo/ctl-migration'
 import { startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration/testing'
 import { figure, SOAK } from './support/env.js'
+import { until } from '../support/until.js'
 
 const TRIALS = Number(process.env.FAULTS_UNREAD_TRIALS ?? (SOAK ? 1000 : 100))
 // Reconnect at once: the trials measure the rule, not the backoff.
@@ -25,17 +26,6 @@ afterAll(async () => {
   diagnostics_channel.unsubscribe(channels.report, onReport)
   await worker.close()
 })
-
-/** Resolves with what `check` returns once it is defined, checked every millisecond. */
-async function until<T>(check: () => T | undefined, what: string, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 1))
-  }
-}
 
 /** The instance's current connection: the one the worker last acknowledged for it. */
 function currentConnection(role: string): number {
