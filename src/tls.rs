@@ -9,32 +9,68 @@
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
+use std::fmt;
 use std::sync::{Arc, OnceLock};
+
+/// Why there is no TLS configuration: each case names `NODE_EXTRA_CA_CERTS`'s path, shown as
+/// the product set it, and the underlying reason. Cloneable, as the one outcome is kept for
+/// every later connection.
+#[derive(Debug, Clone)]
+pub enum TlsSetupError {
+    ExtraCasUnreadable { path: String, why: String },
+    ExtraCasNotPem { path: String, why: String },
+    ExtraCaRefused { path: String, why: String },
+    Protocols(String),
+}
+
+impl fmt::Display for TlsSetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsSetupError::ExtraCasUnreadable { path, why } => {
+                write!(f, "cannot read NODE_EXTRA_CA_CERTS ({path}): {why}")
+            }
+            TlsSetupError::ExtraCasNotPem { path, why } => {
+                write!(f, "NODE_EXTRA_CA_CERTS ({path}) is not PEM: {why}")
+            }
+            TlsSetupError::ExtraCaRefused { path, why } => {
+                write!(f, "NODE_EXTRA_CA_CERTS ({path}): {why}")
+            }
+            TlsSetupError::Protocols(why) => write!(f, "TLS set-up failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for TlsSetupError {}
 
 /// The TLS client configuration: the built-in trust store ([`builtin_roots`]) plus the CAs in
 /// `NODE_EXTRA_CA_CERTS` (the Node convention a product already uses), ring as the crypto
 /// provider (named explicitly: rustls panics when it has to guess), hostnames verified.
-pub fn tls_config() -> Result<Arc<ClientConfig>, String> {
-    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
+pub fn tls_config() -> Result<Arc<ClientConfig>, TlsSetupError> {
+    static CONFIG: OnceLock<Result<Arc<ClientConfig>, TlsSetupError>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
             let mut roots = builtin_roots();
             if let Some(path) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|p| !p.is_empty()) {
                 let shown = path.to_string_lossy().into_owned();
-                let pem = std::fs::read(&path)
-                    .map_err(|e| format!("cannot read NODE_EXTRA_CA_CERTS ({shown}): {e}"))?;
+                let pem = std::fs::read(&path).map_err(|e| TlsSetupError::ExtraCasUnreadable {
+                    path: shown.clone(),
+                    why: e.to_string(),
+                })?;
                 for cert in CertificateDer::pem_slice_iter(&pem) {
-                    let cert = cert
-                        .map_err(|e| format!("NODE_EXTRA_CA_CERTS ({shown}) is not PEM: {e:?}"))?;
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("NODE_EXTRA_CA_CERTS ({shown}): {e}"))?;
+                    let cert = cert.map_err(|e| TlsSetupError::ExtraCasNotPem {
+                        path: shown.clone(),
+                        why: format!("{e:?}"),
+                    })?;
+                    roots.add(cert).map_err(|e| TlsSetupError::ExtraCaRefused {
+                        path: shown.clone(),
+                        why: e.to_string(),
+                    })?;
                 }
             }
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let config = ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
-                .map_err(|e| format!("TLS set-up failed: {e}"))?
+                .map_err(|e| TlsSetupError::Protocols(e.to_string()))?
                 .with_root_certificates(roots)
                 .with_no_client_auth();
             Ok(Arc::new(config))

@@ -235,7 +235,7 @@ pub async fn connect(url: &str) -> Result<Ws, String> {
     let stream = if tls {
         let name = ServerName::try_from(host)
             .map_err(|_| WsError::Tls(TlsError::InvalidDnsName).to_string())?;
-        let session = ClientConnection::new(tls_config()?, name)
+        let session = ClientConnection::new(tls_config().map_err(|e| e.to_string())?, name)
             .map_err(|e| WsError::Tls(TlsError::Rustls(Box::new(e))).to_string())?;
         Stream::Tls(Box::new(StreamOwned::new(session, tcp)))
     } else {

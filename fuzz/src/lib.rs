@@ -34,7 +34,7 @@ fn same_as_oracle(text: &str) {
         "parse_job_frame({text:?})"
     );
     assert_eq!(
-        check_json(text),
+        check_json(text).map_err(|e| e.to_string()),
         oracle::check_json(text),
         "check_json({text:?})"
     );

@@ -157,7 +157,7 @@ impl<S: JsSink> NativeClient<S> {
     /// only with the heartbeat on, whose ticks take it back when JavaScript is blocked.
     pub fn start(core: Protocol, url: String, js: S, js_reads: bool) -> Result<Self, String> {
         let js_reads = js_reads && core.heartbeat_period_ms().is_some();
-        let runtime = runtime(RUNTIME_THREAD)?;
+        let runtime = runtime(RUNTIME_THREAD).map_err(|e| e.to_string())?;
         let (control, rx) = mpsc::unbounded_channel();
         let state = Arc::new(Mutex::new(State {
             core,

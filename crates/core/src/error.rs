@@ -61,6 +61,27 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
+/// Why a payload is not the JSON the schema's `z.json()` accepts after `JSON.parse`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonError {
+    /// Not one JSON value: serde_json's sentence, with its line and column (the scanner reads
+    /// JSON as serde_json's `RawValue` does; the fuzz target `worker_frame` holds them to it).
+    Syntax(String),
+    /// A number beyond a finite double, as written.
+    NotFinite(String),
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JsonError::Syntax(sentence) => f.write_str(sentence),
+            JsonError::NotFinite(number) => write!(f, "{number} is not a finite number"),
+        }
+    }
+}
+
+impl std::error::Error for JsonError {}
+
 /// A frame the product asked to send is over the frame cap (D7): nothing was sent. The one
 /// place the limit is enforced on what the client sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! ignored, and a `payload` must be present and be JSON with finite numbers. Payloads stay as raw
 //! JSON text so they cross into JavaScript as a string for `JSON.parse`, never as a tree.
 
-pub use crate::error::FrameError;
+pub use crate::error::{FrameError, JsonError};
 use crate::frame_type::FrameType;
 use crate::json::{self, Invalid, Scanner};
 use serde::Deserialize;
@@ -488,13 +488,13 @@ fn top_level_value(text: &str) -> bool {
 /// Checks that `text` is one JSON value whose numbers all fit a finite double, as the schema's
 /// `z.json()` demands of a payload after `JSON.parse`. Like `JSON.parse`, it sets no nesting limit
 /// and accepts escaped lone surrogates; it builds no tree. One pass over the text (see [`json`]).
-pub fn check_json(text: &str) -> Result<(), String> {
+pub fn check_json(text: &str) -> Result<(), JsonError> {
     let mut s = Scanner::new(text);
     if s.value(true).and_then(|()| s.end()).is_err() {
-        return Err(syntax_error(text));
+        return Err(JsonError::Syntax(syntax_error(text)));
     }
     match s.non_finite {
-        Some((start, end)) => Err(format!("{} is not a finite number", &text[start..end])),
+        Some((start, end)) => Err(JsonError::NotFinite(text[start..end].to_owned())),
         None => Ok(()),
     }
 }

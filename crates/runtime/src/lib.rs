@@ -3,4 +3,4 @@
 
 mod thread;
 
-pub use thread::{runtime, RuntimeLease};
+pub use thread::{runtime, RuntimeError, RuntimeLease};

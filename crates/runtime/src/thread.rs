@@ -1,7 +1,26 @@
 //! The one runtime thread native clients and the worker simulator run on (one per addon).
 
+use std::fmt;
 use std::future::Future;
 use std::sync::Mutex;
+
+/// The runtime thread could not be started; the operating system's reason inside.
+#[derive(Debug)]
+pub enum RuntimeError {
+    Runtime(std::io::Error),
+    Thread(std::io::Error),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::Runtime(e) => write!(f, "cannot start the migration runtime: {e}"),
+            RuntimeError::Thread(e) => write!(f, "cannot start the migration thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
 
 /// A share in the runtime thread that native clients (and the worker simulator) run on. The
 /// thread starts with the first share and ends when the last is dropped, so a process with no
@@ -53,7 +72,7 @@ impl Drop for RuntimeLease {
 
 /// A share in the runtime thread, starting it, named `thread_name`, if no one holds one. Each
 /// addon has its own thread (statics are per library); the name tells them apart in `/proc`.
-pub fn runtime(thread_name: &str) -> Result<RuntimeLease, String> {
+pub fn runtime(thread_name: &str) -> Result<RuntimeLease, RuntimeError> {
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(thread) = slot.as_mut() {
         thread.users += 1;
@@ -64,7 +83,7 @@ pub fn runtime(thread_name: &str) -> Result<RuntimeLease, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the migration runtime: {e}"))?;
+        .map_err(RuntimeError::Runtime)?;
     let handle = rt.handle().clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     std::thread::Builder::new()
@@ -73,7 +92,7 @@ pub fn runtime(thread_name: &str) -> Result<RuntimeLease, String> {
             // Until the last lease is dropped; then the runtime and its leftovers go with it.
             let _ = rt.block_on(stopped);
         })
-        .map_err(|e| format!("cannot start the migration thread: {e}"))?;
+        .map_err(RuntimeError::Thread)?;
     *slot = Some(RuntimeThread {
         handle: handle.clone(),
         users: 1,

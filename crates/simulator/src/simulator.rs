@@ -34,7 +34,7 @@ pub struct Simulator<S: EventSink> {
 impl<S: EventSink> Simulator<S> {
     /// Listens on 127.0.0.1 at a free port, on the shared runtime thread.
     pub fn start(hello_timeout: Duration, sink: S) -> Result<Self, String> {
-        let handle = runtime(RUNTIME_THREAD)?;
+        let handle = runtime(RUNTIME_THREAD).map_err(|e| e.to_string())?;
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
         listener

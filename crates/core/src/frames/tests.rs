@@ -542,19 +542,17 @@ fn check_json_gives_serde_json_s_errors() {
         let serde = serde_json::from_str::<&RawValue>(text)
             .unwrap_err()
             .to_string();
-        assert_eq!(check_json(text), Err(serde), "{text:?}");
+        assert_eq!(check_json(text), Err(JsonError::Syntax(serde)), "{text:?}");
     }
-    assert_eq!(
-        check_json("[1, -1.5e400, 1e999]"),
-        Err("-1.5e400 is not a finite number".into())
-    );
+    let not_finite = check_json("[1, -1.5e400, 1e999]").map_err(|e| e.to_string());
+    assert_eq!(not_finite, Err("-1.5e400 is not a finite number".into()));
     assert_eq!(check_json(" \"\\ud800\" "), Ok(()));
     // A syntax error wins over a number out of range, wherever it is.
     let text = "[1e400, 2,]";
     let serde = serde_json::from_str::<&RawValue>(text)
         .unwrap_err()
         .to_string();
-    assert_eq!(check_json(text), Err(serde));
+    assert_eq!(check_json(text), Err(JsonError::Syntax(serde)));
 }
 
 /// Generated JSON text for the comparisons below: shallow (serde_json's `Value` stops at 128
@@ -805,7 +803,9 @@ fn generated_frames_read_as_serde_json_reads_them() {
         // The same text as a payload on its own.
         let syntax = serde_json::from_str::<&RawValue>(&text).map(|_| ());
         match check_json(&text) {
-            Err(e) if syntax.is_err() => assert_eq!(Err(e), syntax.map_err(|e| e.to_string())),
+            Err(e) if syntax.is_err() => {
+                assert_eq!(Err(e.to_string()), syntax.map_err(|e| e.to_string()))
+            }
             result => {
                 assert!(syntax.is_ok(), "{text}");
                 if no_surrogate_escapes(&text) {

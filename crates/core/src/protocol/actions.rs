@@ -74,20 +74,6 @@ pub enum HandlerKind {
 }
 
 impl HandlerKind {
-    pub const ALL: [HandlerKind; 6] = [
-        HandlerKind::GetState,
-        HandlerKind::InitialState,
-        HandlerKind::CutoverReady,
-        HandlerKind::CutoverApply,
-        HandlerKind::Abort,
-        HandlerKind::Connected,
-    ];
-
-    /// Its place in [`HandlerKind::ALL`], for a transport that cannot carry the type.
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
     /// The worker frame that leads to the call.
     pub fn frame_type(self) -> FrameType {
         match self {

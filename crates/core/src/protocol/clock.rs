@@ -10,7 +10,7 @@
 use super::{Action, Protocol};
 
 /// How long a closing transport waits for the worker to answer its close frame.
-pub const CLOSE_HANDSHAKE_LIMIT_MS: f64 = 2_000.0;
+pub(crate) const CLOSE_HANDSHAKE_LIMIT_MS: f64 = 2_000.0;
 /// How long one write may wait for a worker that stopped reading, with the heartbeat off.
 const DEFAULT_WRITE_LIMIT_MS: f64 = 30_000.0;
 /// No deadline comes sooner than this after the event that set it, as no setTimeout fires

@@ -18,8 +18,10 @@ mod product;
 mod tests;
 
 pub use actions::*;
+#[cfg(test)]
+use clock::CLOSE_HANDSHAKE_LIMIT_MS;
 use clock::{display_ms, Deadlines, Waiting};
-pub use clock::{Deadline, Wait, CLOSE_HANDSHAKE_LIMIT_MS};
+pub use clock::{Deadline, Wait};
 
 use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
