@@ -19,7 +19,7 @@ import {
   type MigrationSocketCtor,
   type ReportMessage,
 } from '@norskvideo/ctl-migration'
-import { runHandover, startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration/testing'
+import { runHandover, startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration-testing'
 import { until } from './support/until.js'
 
 const product = fileURLToPath(new URL('./fixtures/debug-product.cjs', import.meta.url))

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, test } from 'vitest'
 import { WebSocket } from 'ws'
-import { startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration/testing'
+import { startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration-testing'
 
 const WAIT_MS = 5_000
 const MAX_FRAME_BYTES = 64 * 1024
@@ -423,7 +423,7 @@ describe('lifecycle', () => {
   })
 
   test('after close, a process that used the worker exits by itself', async () => {
-    const testing = fileURLToPath(new URL('../lib/testing.mjs', import.meta.url))
+    const testing = fileURLToPath(new URL('../testing/lib/testing.mjs', import.meta.url))
     const script = `
       import { startTestWorker } from ${JSON.stringify(testing)}
       import { WebSocket } from 'ws'

@@ -2,7 +2,7 @@
 // entries, an example product (a counter that hands its position over), and the worker simulator.
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { connectMigration, stateRefusal, type MigrationClient, type MigrationHandlers } from '@norskvideo/ctl-migration'
-import { HandoverError, runHandover, startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration/testing'
+import { HandoverError, runHandover, startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration-testing'
 
 // ── the example product ────────────────────────────────────────────────────
 

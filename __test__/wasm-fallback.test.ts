@@ -100,6 +100,6 @@ describe('the WebAssembly build', () => {
 
   test('the testing kit without its binary: a clear error saying it needs the native addon', async () => {
     const fact = await run('kit', { HIDE_TESTING_ADDON: '1' })
-    expect(fact.threw?.message).toMatch(/^@norskvideo\/ctl-migration\/testing needs the native addon, and it is not installed for /)
+    expect(fact.threw?.message).toMatch(/^@norskvideo\/ctl-migration-testing needs the native addon, and it is not installed for /)
   })
 })

@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { HandoverError, runHandover, startTestWorker } from '@norskvideo/ctl-migration/testing'
+import { HandoverError, runHandover, startTestWorker } from '@norskvideo/ctl-migration-testing'
 
 const PRODUCT = fileURLToPath(new URL('./product.mjs', import.meta.url))
 const WAIT_MS = 10_000

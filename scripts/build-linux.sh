@@ -2,8 +2,9 @@
 # Builds the Linux binaries on this (x86_64 Linux) machine with one command:
 #   x86_64/aarch64 × gnu/musl, release profile (LTO, one codegen unit, symbols stripped),
 #   cross-compiled with cargo-zigbuild; the gnu ones against glibc 2.17. For each target both
-#   addons a platform package carries: the client (ctl-migration.<platform>.node) and the testing
-#   kit's worker simulator (ctl-migration-testing.<platform>.node, crates/simulator).
+#   addons: the client (ctl-migration.<platform>.node, for npm/<platform>) and the testing
+#   package's worker simulator (ctl-migration-testing.<platform>.node, crates/simulator, for
+#   testing/npm/<platform>).
 # Prints each binary's size and the highest GLIBC_ symbol version it needs, and fails if a gnu
 # binary needs a glibc newer than 2.17 or a musl binary needs glibc at all.
 #
@@ -12,7 +13,8 @@
 #
 # Outputs: target/cross/out/ctl-migration{,-testing}.<platform>.node (OUT_DIR overrides), built in
 # target/cross (CARGO_TARGET_DIR overrides) so that it does not fight the main target dir.
-# With COPY_TO_NPM=1 each binary is also copied into npm/<platform>/ (what `napi artifacts` does).
+# With COPY_TO_NPM=1 each binary is also copied into its platform package, npm/<platform>/ or
+# testing/npm/<platform>/ (what `napi artifacts` does).
 # BUILD_TESTING=0 builds the client only.
 #
 # What it installs, pinned, if missing: the Rust targets (rustup), zig from PyPI (`ziglang`),
@@ -80,8 +82,8 @@ for t in "${TARGETS[@]}"; do
   platform=$(platform_of "$t")
   for bin in "${BINARIES[@]}"; do
     f="$OUT_DIR/$bin.$platform.node"
-    addon=client
-    [ "$bin" = ctl-migration-testing ] && addon=testing
+    addon=client package=npm/$platform
+    [ "$bin" = ctl-migration-testing ] && addon=testing package=testing/npm/$platform
     what="$platform ($addon)"
     if [ ! -f "$f" ]; then
       echo "missing: $f" >&2
@@ -122,7 +124,7 @@ for t in "${TARGETS[@]}"; do
       status=1
     fi
     if [ "${COPY_TO_NPM:-0}" = 1 ]; then
-      cp "$f" "npm/$platform/"
+      cp "$f" "$package/"
     fi
   done
 done

@@ -26,7 +26,8 @@
 # Outputs: target/cross/out/ctl-migration.darwin-<arch>.node and
 # ctl-migration-testing.darwin-<arch>.node (OUT_DIR overrides), built in target/cross
 # (CARGO_TARGET_DIR overrides), beside the Linux binaries of scripts/build-linux.sh.
-# With COPY_TO_NPM=1 both binaries are also copied into npm/darwin-<arch>/ (its package.json lists both).
+# With COPY_TO_NPM=1 the binaries are also copied into their platform packages, npm/darwin-<arch>/
+# and testing/npm/darwin-<arch>/.
 #
 # What it installs, pinned, if missing: the Rust targets (rustup), zig from PyPI (`ziglang`),
 # cargo-zigbuild from crates.io, the npm dev dependencies (`npm ci`, for the napi CLI), and
@@ -119,7 +120,8 @@ if [ "$CHECK_ONLY" = 0 ]; then
     # No loader: the one `npm run build` generates does not depend on the target.
     scripts/build-addons.sh "$OUT_DIR" --target "$t" --cross-compile -- --locked
     if [ "${COPY_TO_NPM:-0}" = 1 ]; then
-      cp "$OUT_DIR/ctl-migration.$platform.node" "$OUT_DIR/ctl-migration-testing.$platform.node" "npm/$platform/"
+      cp "$OUT_DIR/ctl-migration.$platform.node" "npm/$platform/"
+      cp "$OUT_DIR/ctl-migration-testing.$platform.node" "testing/npm/$platform/"
     fi
   done
 fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the package's three artifacts into lib/addon/, where the loaders look first:
+# Builds the packages' artifacts where their loaders look first, lib/addon/ of each package:
 #   ctl-migration.<platform>.node          the client (src/, over crates/core): the production addon
-#   ctl-migration-testing.<platform>.node  the worker simulator (crates/simulator): the testing kit's
+#   testing/lib/addon/ctl-migration-testing.<platform>.node
+#                                          the worker simulator (crates/simulator): the testing
+#                                          package's
 #   ctl-migration.wasm32-wasip1.wasm       the client's WebAssembly fallback (the same binding,
 #                                          without the native transport)
 #   wasm-runtime.js                        what runs that module (emnapi, bundled as CommonJS by

@@ -38,11 +38,17 @@ PLATFORM=$(node -e '
   const libc = () => (process.report.getReport().header.glibcVersionRuntime ? "gnu" : "musl")
   console.log(platform === "linux" ? `linux-${arch}-${libc()}` : platform === "win32" ? `win32-${arch}-msvc` : `${platform}-${arch}`)')
 [ -d "npm/$PLATFORM" ] || { echo "install-path.sh: no platform package for $PLATFORM (npm/ has: $(ls npm))" >&2; exit 1; }
+[ -d "testing/npm/$PLATFORM" ] || { echo "install-path.sh: no testing platform package for $PLATFORM" >&2; exit 1; }
 VERSION=$(node -p 'require("./package.json").version')
 
 [ -d node_modules ] || npm ci --no-audit --no-fund
-BINARY=${BINARY:-$ROOT/lib/addon/ctl-migration.$PLATFORM.node}
-TESTING_BINARY=${TESTING_BINARY:-$(dirname "$BINARY")/ctl-migration-testing.$PLATFORM.node}
+# A checkout's binaries are each in its package's lib/addon/; a release build's side by side.
+if [ -n "${BINARY:-}" ]; then
+  TESTING_BINARY=${TESTING_BINARY:-$(dirname "$BINARY")/ctl-migration-testing.$PLATFORM.node}
+else
+  BINARY=$ROOT/lib/addon/ctl-migration.$PLATFORM.node
+  TESTING_BINARY=${TESTING_BINARY:-$ROOT/testing/lib/addon/ctl-migration-testing.$PLATFORM.node}
+fi
 WASM=$ROOT/lib/addon/ctl-migration.wasm32-wasip1.wasm
 if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then npm run build; fi
 [ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ]
@@ -50,58 +56,78 @@ if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then np
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$TMP"' EXIT; fi
-mkdir -p "$TMP/tarballs" "$TMP/stage" "$TMP/product" "$TMP/fallback" "$TMP/home"
+mkdir -p "$TMP/tarballs" "$TMP/stage" "$TMP/product" "$TMP/production" "$TMP/fallback" "$TMP/home"
 echo "platform $PLATFORM, version $VERSION, binary $BINARY, in $TMP" >&2
 
 # ── pack ─────────────────────────────────────────────────────────────────────
 say "pack"
-# The repository's own tarball, as a plain `npm pack` makes it: no `file:` spec, no platform
-# package named (napi prepublish adds them at release), so it installs anywhere as it is.
-root_tgz=$(npm pack --silent --pack-destination "$TMP/stage")
-tar -xzf "$TMP/stage/$root_tgz" -C "$TMP/stage"
-# shellcheck disable=SC2016 # JavaScript, not shell
-node -e '
-  const pkg = require(process.argv[1])
-  const specs = JSON.stringify(pkg).match(/"file:[^"]*"/g)
-  if (specs) { console.error("file: specs in the packed manifest:", specs.join(", ")); process.exit(1) }
-  if (pkg.optionalDependencies) { console.error("the repository names platform packages:", pkg.optionalDependencies); process.exit(1) }' \
-  "$TMP/stage/package/package.json"
-# Then the manifest as `napi prepublish` leaves it: every platform package an optional dependency
-# at this version.
-# shellcheck disable=SC2016 # JavaScript, not shell
-node -e '
-  const fs = require("fs")
-  const { parseTriple } = require(process.argv[2])
-  const file = process.argv[1]
-  const pkg = JSON.parse(fs.readFileSync(file, "utf8"))
-  pkg.optionalDependencies = {}
-  for (const t of pkg.napi.targets) pkg.optionalDependencies[`${pkg.name}-${parseTriple(t).platformArchABI}`] = pkg.version
-  fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")' "$TMP/stage/package/package.json" "$ROOT/node_modules/@napi-rs/cli"
-if [ -n "$(find "$TMP/stage/package" -name '*.node')" ]; then echo "the root package must not carry a binary" >&2; exit 1; fi
-# The WebAssembly fallback and what runs it are in the root package itself: no install option can
+# Each package, the client (the repository's root) and the testing package (testing/), as a plain
+# `npm pack` makes it: no `file:` spec, no platform package named (napi prepublish adds them at
+# release), so it installs anywhere as it is. Then its manifest as `napi prepublish` leaves it:
+# every platform package an optional dependency at this version.
+for pair in .:client testing:testing; do
+  dir=${pair%%:*} stage=$TMP/stage/${pair#*:}
+  mkdir -p "$stage"
+  tgz=$(cd "$dir" && npm pack --silent --pack-destination "$TMP/stage")
+  tar -xzf "$TMP/stage/$tgz" -C "$stage" --strip-components=1
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  node -e '
+    const fs = require("fs")
+    const { parseTriple } = require(process.argv[2])
+    const file = process.argv[1]
+    const pkg = JSON.parse(fs.readFileSync(file, "utf8"))
+    const specs = JSON.stringify(pkg).match(/"file:[^"]*"/g)
+    if (specs) { console.error("file: specs in the packed manifest:", specs.join(", ")); process.exit(1) }
+    if (pkg.optionalDependencies) { console.error("the repository names platform packages:", pkg.optionalDependencies); process.exit(1) }
+    pkg.optionalDependencies = {}
+    for (const t of pkg.napi.targets) pkg.optionalDependencies[`${pkg.name}-${parseTriple(t).platformArchABI}`] = pkg.version
+    fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")' "$stage/package.json" "$ROOT/node_modules/@napi-rs/cli"
+  if [ -n "$(find "$stage" -name '*.node')" ]; then echo "$dir: the package must not carry a binary" >&2; exit 1; fi
+  [ -f "$stage/LICENSE" ] || cp LICENSE "$stage/"
+  (cd "$stage" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
+done
+# The WebAssembly fallback and what runs it are in the client itself: no install option can
 # leave them out.
 for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js LICENSE; do
-  [ -f "$TMP/stage/package/$f" ] || { echo "the root package lacks $f" >&2; exit 1; }
+  [ -f "$TMP/stage/client/$f" ] || { echo "the client package lacks $f" >&2; exit 1; }
 done
-(cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
 # The production addon carries no worker simulator (it is the testing addon's alone).
 if grep -q -a -e TestWorkerHandle -e second-hello "$BINARY"; then echo "the client binary carries the simulator" >&2; exit 1; fi
-# The platform package: npm/<platform> with the binary in it (what `napi artifacts` does).
-cp -r "npm/$PLATFORM" "$TMP/stage/platform"
-cp LICENSE "$TMP/stage/platform/"
-cp "$BINARY" "$TMP/stage/platform/ctl-migration.$PLATFORM.node"
-cp "$TESTING_BINARY" "$TMP/stage/platform/ctl-migration-testing.$PLATFORM.node"
-(cd "$TMP/stage/platform" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
+# Each platform package: <package>/npm/<platform> with its one binary in it (what `napi
+# artifacts` does).
+for pair in ".:$BINARY" "testing:$TESTING_BINARY"; do
+  dir=${pair%%:*} binary=${pair#*:}
+  stage=$TMP/stage/platform-$(basename "$binary" ".$PLATFORM.node")
+  cp -r "$dir/npm/$PLATFORM" "$stage"
+  cp LICENSE "$stage/"
+  cp "$binary" "$stage/$(basename "$binary")"
+  (cd "$stage" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
+done
+CLIENT_TGZ=$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz
+CLIENT_PLATFORM_TGZ=$TMP/tarballs/norskvideo-ctl-migration-$PLATFORM-$VERSION.tgz
+TESTING_TGZ=$TMP/tarballs/norskvideo-ctl-migration-testing-$VERSION.tgz
+TESTING_PLATFORM_TGZ=$TMP/tarballs/norskvideo-ctl-migration-testing-$PLATFORM-$VERSION.tgz
 ls -l "$TMP/tarballs" >&2
-tar -tzf "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz" | sort >&2
-[[ $'\n'$(tar -tzf "$TMP/tarballs/norskvideo-ctl-migration-$PLATFORM-$VERSION.tgz")$'\n' == *$'\n'package/LICENSE$'\n'* ]] ||
-  { echo "the platform package lacks its LICENSE" >&2; exit 1; }
+for tgz in "$CLIENT_TGZ" "$TESTING_TGZ"; do tar -tzf "$tgz" | sort >&2; done
+for tgz in "$CLIENT_PLATFORM_TGZ" "$TESTING_PLATFORM_TGZ"; do
+  [[ $'\n'$(tar -tzf "$tgz")$'\n' == *$'\n'package/LICENSE$'\n'* ]] || { echo "$tgz lacks its LICENSE" >&2; exit 1; }
+done
+# The client's platform package carries the client's binary alone; the testing one the simulator's.
+[ "$(tar -tzf "$CLIENT_PLATFORM_TGZ" | grep '\.node$')" = "package/ctl-migration.$PLATFORM.node" ] ||
+  { echo "the client's platform package carries: $(tar -tzf "$CLIENT_PLATFORM_TGZ" | grep '\.node$')" >&2; exit 1; }
+[ "$(tar -tzf "$TESTING_PLATFORM_TGZ" | grep '\.node$')" = "package/ctl-migration-testing.$PLATFORM.node" ] ||
+  { echo "the testing platform package carries: $(tar -tzf "$TESTING_PLATFORM_TGZ" | grep '\.node$')" >&2; exit 1; }
 
-# ── what npm's tooling says of the published root package ────────────────────
+# ── what npm's tooling says of the published packages ────────────────────────
 say "publint --strict, attw"
-"$ROOT/node_modules/.bin/publint" --strict "$TMP/stage/package"
+for stage in client testing platform-ctl-migration platform-ctl-migration-testing; do
+  "$ROOT/node_modules/.bin/publint" --strict "$TMP/stage/$stage"
+done
 # Every resolution a product uses: node10, node16 (from CJS and ESM), bundler; any finding fails.
-"$ROOT/node_modules/.bin/attw" --format table-flipped "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz"
+# The client's ./internal/addon is the testing package's, required at run time only (node10
+# resolution, which has no `exports`, never sees it).
+"$ROOT/node_modules/.bin/attw" "$CLIENT_TGZ" --format table-flipped --exclude-entrypoints internal/addon
+"$ROOT/node_modules/.bin/attw" --format table-flipped "$TESTING_TGZ"
 
 # ── install in a product with no Rust and no repository ──────────────────────
 say "install"
@@ -132,15 +158,15 @@ install() {
   if grep -q EBADENGINE "$TMP/install.log"; then echo "the install printed EBADENGINE" >&2; exit 1; fi
 }
 ESBUILD_VERSION=$(node -p 'require(process.argv[1]).version' "$ROOT/node_modules/esbuild/package.json")
-install "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz" \
-  "$TMP/tarballs/norskvideo-ctl-migration-$PLATFORM-$VERSION.tgz" \
+install "$CLIENT_TGZ" "$CLIENT_PLATFORM_TGZ" "$TESTING_TGZ" "$TESTING_PLATFORM_TGZ" \
   "typescript@$TYPESCRIPT_VERSION" "@types/node@20" "esbuild@$ESBUILD_VERSION"
 # Where the package and its binary came from: this directory, nothing of the repository.
 run node -e '
   const path = require("path"), fs = require("fs")
   const main = require.resolve("@norskvideo/ctl-migration")
   const bin = fs.realpathSync(require.resolve("@norskvideo/ctl-migration-'"$PLATFORM"'"))
-  for (const p of [main, bin]) if (!fs.realpathSync(p).startsWith(fs.realpathSync(process.cwd()))) throw new Error("resolved outside the product: " + p)
+  const kit = require.resolve("@norskvideo/ctl-migration-testing")
+  for (const p of [main, bin, kit]) if (!fs.realpathSync(p).startsWith(fs.realpathSync(process.cwd()))) throw new Error("resolved outside the product: " + p)
   if (fs.realpathSync(process.cwd()).startsWith('"'$ROOT'"')) throw new Error("the product is inside the repository")
   const pkg = require("@norskvideo/ctl-migration/package.json")
   console.error("package", main, "\nbinary ", bin, "\noptionalDependencies", Object.keys(pkg.optionalDependencies).length)'
@@ -157,7 +183,7 @@ check "CJS product: handover through the testing kit" node smoke/product/handove
 check "smoke suite against the installed package" node smoke/run.mjs
 check "tsc --strict: every exported type, ESM and CJS entries" node_modules/.bin/tsc -p smoke/product/tsconfig.json
 # The same files under each module resolution a product may use (node10 is what
-# `"module": "commonjs"` gives; it has no `exports`, and finds the kit through testing/package.json).
+# `"module": "commonjs"` gives; it has no `exports`, and finds each package by its "types").
 for resolution in "commonjs node10 types.cts" "node16 node16 types.mts types.cts" "preserve bundler types.mts types.cts"; do
   # shellcheck disable=SC2086 # the words are tsc's arguments
   set -- $resolution
@@ -185,16 +211,17 @@ check "esbuild, bundle run away from node_modules: the error names the package a
   out=$(cd "$1" && node handover-esm.mjs 2>&1) && exit 1
   echo "$out" | grep -m1 "was bundled"
   echo "$out" | grep -q "ERR_CTL_MIGRATION_BUNDLED" && echo "$out" | grep -q -- "--external:@norskvideo/ctl-migration"' _ "$TMP/away"
-check "esbuild --external:@norskvideo/ctl-migration, ESM output: hands over" sh -c \
-  "node_modules/.bin/esbuild smoke/product/handover.mjs --bundle --platform=node --format=esm --external:@norskvideo/ctl-migration --log-level=error --outfile=bundle/external.mjs && node bundle/external.mjs"
+# Both packages: in esbuild's ESM output a bundled CommonJS module cannot require an external one.
+check "esbuild --external: both packages, ESM output: hands over" sh -c \
+  "node_modules/.bin/esbuild smoke/product/handover.mjs --bundle --platform=node --format=esm --external:@norskvideo/ctl-migration --external:@norskvideo/ctl-migration-testing --log-level=error --outfile=bundle/external.mjs && node bundle/external.mjs"
 # shellcheck disable=SC2016 # JavaScript, not shell
 check "the type-checked product file names every type the package exports" node -e '
   const fs = require("fs"), path = require("path")
-  const dir = path.dirname(require.resolve("@norskvideo/ctl-migration/package.json"))
+  const dir = (name) => path.dirname(require.resolve(`${name}/package.json`))
   const product = fs.readFileSync("smoke/product/types.mts", "utf8")
   const missing = []
-  for (const entry of ["index.d.ts", "lib/testing.d.ts"]) {
-    const dts = fs.readFileSync(path.join(dir, entry), "utf8")
+  for (const entry of [path.join(dir("@norskvideo/ctl-migration"), "index.d.ts"), path.join(dir("@norskvideo/ctl-migration-testing"), "lib/testing.d.ts")]) {
+    const dts = fs.readFileSync(entry, "utf8")
     for (const [, name] of dts.matchAll(/^export (?:declare )?(?:interface|type|function|class|const|enum) (\w+)/gm)) {
       if (!new RegExp(`\\b${name}\\b`).test(product)) missing.push(`${entry}: ${name}`)
     }
@@ -227,7 +254,7 @@ say "install --omit=optional"
 cd "$TMP/fallback"
 cp -r "$TMP/product/smoke" smoke
 echo '{ "name": "a-product-without-binaries", "version": "1.0.0", "private": true }' >package.json
-install --omit=optional "$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz"
+install --omit=optional "$CLIENT_TGZ" "$TESTING_TGZ"
 if [ -n "$(find node_modules -name '*.node')" ]; then echo "--omit=optional installed a binary" >&2; status=1; fi
 # shellcheck disable=SC2016 # JavaScript, not shell
 check "without binaries: CJS require, ESM import and the no-op client, nothing native loaded" node -e '
@@ -253,9 +280,9 @@ check "without binaries, Node $(node --version) and no ws: connectMigration says
     if (!(e instanceof TypeError) || !/install the `ws` package, or pass opts.WebSocket/.test(e.message)) process.exit(1)
   }'
 check "without binaries: the testing kit says it needs the native addon" node -e '
-  require("@norskvideo/ctl-migration/testing").startTestWorker().then(
+  require("@norskvideo/ctl-migration-testing").startTestWorker().then(
     () => process.exit(1),
-    (e) => { console.error(e.message); if (!/testing needs the native addon/.test(e.message)) process.exit(1) })'
+    (e) => { console.error(e.message); if (!/^@norskvideo\/ctl-migration-testing needs the native addon/.test(e.message)) process.exit(1) })'
 # Node 22 from the npm registry, cached beside the runtime matrix's copies.
 NODE22=$("$ROOT/scripts/runtime-bin.sh" node22)
 check "without binaries, Node 22: a real handover on the WebAssembly build over the global WebSocket" \

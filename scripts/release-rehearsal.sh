@@ -12,8 +12,9 @@
 #   3. fetches every package back from the registry and checks it (scripts/rehearsal/
 #      check-registry.mjs): no `file:` spec in any published package.json, the binaries are the
 #      ones built, the root package carries the WebAssembly build;
-#   4. installs @norskvideo/ctl-migration by name into fresh product directories, outside the
-#      repository, with no Rust on PATH and a fresh HOME, with npm, pnpm, Yarn berry (PnP, its
+#   4. installs @norskvideo/ctl-migration and @norskvideo/ctl-migration-testing by name into
+#      fresh product directories, outside the repository, with no Rust on PATH and a fresh HOME,
+#      with npm, pnpm, Yarn berry (PnP, its
 #      default) and Bun, and in each: which platform package and which build the product got, an
 #      ESM and a CommonJS product through a handover against the testing kit, `tsc --strict`
 #      over every exported type (smoke/product/);
@@ -213,7 +214,7 @@ if run sh -c 'command -v cargo || command -v rustc'; then fail "a Rust toolchain
 
 # ── publish ──────────────────────────────────────────────────────────────────
 say "publish (scripts/publish.sh)"
-manifests() { cat package.json npm/*/package.json | sha256sum; }
+manifests() { cat package.json npm/*/package.json testing/package.json testing/npm/*/package.json | sha256sum; }
 before=$(manifests)
 # Built here: placeholders for what this machine does not build. The workflow's artifacts: none.
 PLACEHOLDERS=${REHEARSAL_PLACEHOLDERS:-$([ -n "${REHEARSAL_ARTIFACTS:-}" ] && echo 0 || echo 1)}
@@ -310,7 +311,7 @@ manager() {
   check "$row" cjs "$dir" "${runtime[@]}" smoke/product/handover.cjs
   check "$row" tsc "$dir" "${tsc[@]}" -p smoke/product/tsconfig.json
 }
-DEPS=("$PKG" "typescript@$TYPESCRIPT_VERSION" "@types/node@20")
+DEPS=("$PKG" "$PKG-testing" "typescript@$TYPESCRIPT_VERSION" "@types/node@20")
 
 dir=$(product npm)
 manager npm npm install --no-audit --no-fund --loglevel=error "${DEPS[@]}" \
@@ -359,7 +360,7 @@ dir=$(product lockfile)
 LOCKROW=$row
 cat >"$dir/package.json" <<EOF
 { "name": "a-product-lockfile", "version": "1.0.0", "private": true,
-  "dependencies": { "$PKG": "$VERSION", "typescript": "$TYPESCRIPT_VERSION", "@types/node": "20", "ws": "8" } }
+  "dependencies": { "$PKG": "$VERSION", "$PKG-testing": "$VERSION", "typescript": "$TYPESCRIPT_VERSION", "@types/node": "20", "ws": "8" } }
 EOF
 if (cd "$dir" && run npm install --package-lock-only --os=darwin --cpu=arm64 --loglevel=error && run npm ci --loglevel=error) >>"$TMP/products/$LOCKROW.log" 2>&1; then
   echo "   the lockfile's platform packages: $(node -e 'console.log(Object.keys(require(process.argv[1]).packages).filter((k) => k.includes("ctl-migration-")).map((k) => k.split("ctl-migration-")[1]).join(" "))' "$dir/package-lock.json")" >&2

@@ -59,9 +59,9 @@ rm -rf "$PKG"
 mkdir -p "$PKG"
 # The committed files the tests use (no Rust, no x64 .node).
 git ls-files -z -- package.json package-lock.json vitest.config.mjs tsconfig.json index.d.ts \
-  lib npm __test__ smoke | xargs -0 cp --parents -t "$PKG"
+  lib npm testing __test__ smoke | xargs -0 cp --parents -t "$PKG"
 cp "$BINARY" "$PKG/npm/linux-arm64-gnu/"
-cp "$(dirname "$BINARY")/ctl-migration-testing.linux-arm64-gnu.node" "$PKG/npm/linux-arm64-gnu/"
+cp "$(dirname "$BINARY")/ctl-migration-testing.linux-arm64-gnu.node" "$PKG/testing/npm/linux-arm64-gnu/"
 # The arm64 builds of the test tools' own native parts (vitest's bundler), as an arm64 host gets.
 (cd "$PKG" && npm ci --no-audit --no-fund --loglevel=error --os=linux --cpu=arm64 --libc=glibc)
 [ -e "$PKG/node_modules/@norskvideo/ctl-migration-linux-arm64-gnu/ctl-migration.linux-arm64-gnu.node" ]

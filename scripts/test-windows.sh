@@ -139,14 +139,21 @@ cmp -s "$PRNG_DLL" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" |
 phase_done "Wine prefix (wineboot, winecfg /v win10, ProcessPrng stub)" "$t"
 
 # ── the staged package ───────────────────────────────────────────────────────
-# The package's own files as a checkout has them, with the binaries beside the loaders under
+# The client's own files as a checkout has them, with the binaries beside the loaders under
 # the names Windows Node looks for: the generated loader (lib/addon/napi-loader.js) and the kit's
-# (lib/addon/testing.js) both want <name>.win32-x64-msvc.node on official (MSVC-built) Node.
+# (testing/lib/addon/testing.js) both want <name>.win32-x64-msvc.node on official (MSVC-built)
+# Node. The testing package, and the client it reads its platform rules from, are copied into
+# node_modules (no symbolic links, which Windows Node under Wine may not follow).
 PKG=$WIN/pkg
 rm -rf "$PKG" && mkdir -p "$PKG"
 git ls-files -z --cached --others --exclude-standard -- package.json index.d.ts lib smoke scripts/windows/wss-client.mjs | xargs -0 cp --parents -t "$PKG"
 cp "$OUT/ctl_migration.dll" "$PKG/lib/addon/ctl-migration.win32-x64-msvc.node"
-cp "$OUT/ctl_migration_testing.dll" "$PKG/lib/addon/ctl-migration-testing.win32-x64-msvc.node"
+mkdir -p "$PKG/node_modules/@norskvideo/ctl-migration"
+git ls-files -z -- package.json lib | xargs -0 cp --parents -t "$PKG/node_modules/@norskvideo/ctl-migration"
+KIT=$PKG/node_modules/@norskvideo/ctl-migration-testing
+mkdir -p "$KIT"
+(cd testing && git ls-files -z -- package.json lib | xargs -0 cp --parents -t "$KIT")
+cp "$OUT/ctl_migration_testing.dll" "$KIT/lib/addon/ctl-migration-testing.win32-x64-msvc.node"
 LOGS=$WIN/logs
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 
@@ -175,7 +182,7 @@ cat >"$PKG/load-check.cjs" <<'EOF'
 const { binding } = require('./lib/addon/load.js')
 const { flavor, nativeError } = binding()
 if (flavor !== 'native') throw new Error(`the client fell back to ${flavor}: ${nativeError && nativeError.message}`)
-require('./lib/addon/testing.js').testingAddon()
+require('./node_modules/@norskvideo/ctl-migration-testing/lib/addon/testing.js').testingAddon()
 console.log(`native client and simulator loaded in Node ${process.version} ${process.platform}-${process.arch}`)
 EOF
 

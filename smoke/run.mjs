@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import * as migration from '@norskvideo/ctl-migration'
-import { runHandover, startTestWorker } from '@norskvideo/ctl-migration/testing'
+import { runHandover, startTestWorker } from '@norskvideo/ctl-migration-testing'
 import { fixture, runChecks, runChild, runtime, signal, threadCount, until, within } from './support.mjs'
 
 const require = createRequire(import.meta.url)
@@ -83,7 +83,7 @@ const checks = [
     async () => {
       const cjs = require('@norskvideo/ctl-migration')
       for (const name of ['connectMigration', 'stateRefusal', 'isStateRefusal']) assert.equal(cjs[name], migration[name], name)
-      const kit = require('@norskvideo/ctl-migration/testing')
+      const kit = require('@norskvideo/ctl-migration-testing')
       assert.equal(typeof kit.startTestWorker, 'function')
       assert.equal(typeof kit.runHandover, 'function')
     },

@@ -38,10 +38,10 @@ interface Document {
   violations: unknown[]
 }
 
-/** Starts `npx @norskvideo/ctl-migration <args>` in the product directory, in its own process
- *  group (as a terminal's foreground job). */
+/** Starts `npx ctl-migration <args>` in the product directory, where the testing package is a
+ *  dependency, in its own process group (as a terminal's foreground job). */
 function start(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn('npx', ['--no', '@norskvideo/ctl-migration', ...args], {
+  const child = spawn('npx', ['--no', 'ctl-migration', ...args], {
     cwd: productDir,
     env: { ...process.env, ...env },
     detached: true,

@@ -6,7 +6,7 @@
 import diagnostics_channel from 'node:diagnostics_channel'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { channels, connectMigration, type MigrationClient, type MigrationHandlers, type ReportMessage } from '@norskvideo/ctl-migration'
-import { startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration/testing'
+import { startTestWorker, type InstanceEnv, type TestWorker } from '@norskvideo/ctl-migration-testing'
 import { figure, SOAK } from './support/env.js'
 import { until } from '../support/until.js'
 

@@ -4,16 +4,14 @@
 // that bundlers do not follow. A product bundled with esbuild, Rollup or Vite keeps the package's
 // JavaScript in its bundle and still finds those files where npm installed them, in
 // node_modules, when it runs; a bundle with no installed copy within reach gets an error saying
-// to mark the package external.
+// to mark the package external. The testing package finds its own files the same way
+// (installedRequire, through lib/addon/internal.js).
 
 const { PACKAGE, once } = require('./platform.js')
 // Bundlers inline this: the version the running JavaScript came from, whatever is installed.
 const { version: VERSION } = /** @type {{ version: string }} */ (require('../../package.json'))
 
 const BUNDLED_CODE = 'ERR_CTL_MIGRATION_BUNDLED'
-const EXTERNAL_HINT =
-  `mark it external (esbuild: --external:${PACKAGE} or --packages=external; Vite: ssr.external; ` +
-  'Rollup: external) and ship node_modules with the bundle'
 
 /** One of Node's modules, also from a bundler's ESM output, whose `require` is a stub that throws.
  *  @param {string} name
@@ -26,45 +24,72 @@ function builtin(name) {
   }
 }
 
-/** @param {string} why */
-function bundledError(why) {
-  return Object.assign(new Error(`${PACKAGE} was bundled, and ${why}: ${EXTERNAL_HINT}.`), { code: BUNDLED_CODE })
+/** @param {string} name the package  @param {string} why */
+function bundledError(name, why) {
+  const hint =
+    `mark it external (esbuild: --external:${name} or --packages=external; Vite: ssr.external; ` +
+    'Rollup: external) and ship node_modules with the bundle'
+  return Object.assign(new Error(`${name} was bundled, and ${why}: ${hint}.`), { code: BUNDLED_CODE })
 }
 
+/**
+ * @typedef {object} InstalledPackage
+ * @property {string} name the package's name
+ * @property {string} version the version of the running JavaScript (a bundle's inlined package.json)
+ * @property {string} marker a file of the package's lib/addon/, by which an installed copy is known
+ * @property {string | undefined} filename the calling module's file (`__filename`; in a bundle, the bundle's)
+ */
+
 /** A `require` rooted in the installed package's lib/addon/.
- *  @returns {NodeJS.Require} */
-function locate() {
+ *  @param {InstalledPackage} pkg
+ *  @returns {(id: string) => any} */
+function locate({ name, version, marker, filename }) {
   const fs = builtin('fs')
   const path = builtin('path')
   const module = builtin('module')
   if (!fs || !path || !module) {
-    throw bundledError(`this runtime (${process.version}) gives its bundled code no way to load files`)
+    throw bundledError(name, `this runtime (${process.version}) gives its bundled code no way to load files`)
   }
-  const marker = (/** @type {string} */ dir) => fs.existsSync(path.join(dir, 'napi-loader.js'))
-  // Not bundled: this file sits in lib/addon/ itself.
-  if (typeof __dirname === 'string' && marker(__dirname)) return module.createRequire(__filename)
-  // Bundled: the copy npm installed, found from the bundle's file, the entry script or the
-  // working directory, as Node would resolve the package from there.
-  const bases = [typeof __filename === 'string' ? __filename : '', process.argv[1] || '', path.join(process.cwd(), 'index.js')]
-  for (const base of bases.filter(Boolean)) {
+  const hasMarker = (/** @type {string} */ dir) => fs.existsSync(path.join(dir, marker))
+  // Not bundled: the calling module sits in lib/addon/ itself.
+  if (filename && hasMarker(path.dirname(filename))) return module.createRequire(filename)
+  // Bundled: the copy the package manager installed, found from the bundle's own file or the
+  // entry script, as Node would resolve the package from there. Never from the working
+  // directory: whoever can write there could plant code the product would run.
+  const main = typeof require === 'function' && require.main ? require.main.filename : undefined
+  for (const base of [filename, main, process.argv[1]]) {
+    if (!base) continue
     let manifest
     try {
-      manifest = module.createRequire(path.resolve(base)).resolve(`${PACKAGE}/package.json`)
+      manifest = module.createRequire(path.resolve(base)).resolve(`${name}/package.json`)
     } catch {
       continue
     }
     const dir = path.join(path.dirname(manifest), 'lib', 'addon')
-    if (!marker(dir)) continue
+    if (!hasMarker(dir)) continue
     const installed = JSON.parse(fs.readFileSync(manifest, 'utf8')).version
-    if (installed !== VERSION) {
-      throw bundledError(`the copy installed at ${path.dirname(manifest)} is ${installed}, not ${VERSION}, the bundled one`)
+    if (installed !== version) {
+      throw bundledError(name, `the copy installed at ${path.dirname(manifest)} is ${installed}, not ${version}, the bundled one`)
     }
-    return module.createRequire(path.join(dir, 'own-require.js'))
+    return module.createRequire(path.join(dir, marker))
   }
-  throw bundledError('no installed copy of it is within reach of the bundle at run time to load its binaries from')
+  throw bundledError(name, 'no installed copy of it is within reach of the bundle at run time to load its binaries from')
 }
 
-const packageRequire = once(locate)
+/** `require` as from lib/addon/ of the installed copy of a package, found on the first call (a
+ *  failure, ERR_CTL_MIGRATION_BUNDLED, is remembered).
+ *  @param {InstalledPackage} pkg
+ *  @returns {() => (id: string) => any} */
+function installedRequire(pkg) {
+  return once(() => locate(pkg))
+}
+
+const packageRequire = installedRequire({
+  name: PACKAGE,
+  version: VERSION,
+  marker: 'napi-loader.js',
+  filename: typeof __filename === 'string' ? __filename : undefined,
+})
 
 /** `require(id)` as from lib/addon/ of the installed package; throws ERR_CTL_MIGRATION_BUNDLED when
  *  a bundle cannot reach one.
@@ -74,4 +99,4 @@ function ownRequire(id) {
   return packageRequire()(id)
 }
 
-module.exports = { ownRequire, packageRequire, builtin, BUNDLED_CODE }
+module.exports = { ownRequire, packageRequire, installedRequire, builtin, BUNDLED_CODE }

@@ -4,10 +4,11 @@
 //   - the version is there and the `latest` dist-tag names it; the tarball matches dist.integrity;
 //   - no `file:` spec anywhere in the packument's manifest or the tarball's package.json; a
 //     repository, homepage, bugs and license in each (provenance needs the repository);
-//   - root: its optionalDependencies are the eight platform packages at this version; it carries
-//     the WebAssembly build (byte for byte the one built) and no .node;
-//   - each platform package: its os/cpu (and libc on Linux); both binaries, byte for byte the
-//     ones built, or, where none was built (PLACEHOLDERS), the placeholder text and nothing else.
+//   - the client and the testing package: optionalDependencies the eight platform packages at this
+//     version, no .node; the client carries the WebAssembly build (byte for byte the one built),
+//     the testing package depends on the client at this version;
+//   - each platform package: its os/cpu (and libc on Linux); its one binary, byte for byte the
+//     one built, or, where none was built (PLACEHOLDERS), the placeholder text and nothing else.
 // Prints one row per package and exits 1 if any check failed.
 //   node check-registry.mjs REGISTRY_URL VERSION ARTIFACTS_DIR WORK_DIR
 import { createHash } from 'node:crypto'
@@ -16,7 +17,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 const [registry, version, artifacts, work] = process.argv.slice(2)
-const ROOT = '@norskvideo/ctl-migration'
+const CLIENT = '@norskvideo/ctl-migration'
+const TESTING = '@norskvideo/ctl-migration-testing'
 const base = registry.replace(/\/?$/, '/')
 const failures = []
 const rows = []
@@ -64,61 +66,69 @@ async function fetchPackage(name) {
   return { manifest, pkg, pkgDir, files, problems, bytes: tgz.length }
 }
 
-const root = await fetchPackage(ROOT)
-const platforms = Object.keys(root.pkg?.optionalDependencies ?? {})
-{
-  const { pkg, pkgDir, files = [], problems } = root
-  if (pkg) {
-    const deps = pkg.optionalDependencies ?? {}
-    const wrong = Object.entries(deps).filter(([n, v]) => !n.startsWith(`${ROOT}-`) || v !== version)
-    if (Object.keys(deps).length !== 8 || wrong.length) problems.push(`optionalDependencies: ${JSON.stringify(deps)}`)
-    const wasm = 'lib/addon/ctl-migration.wasm32-wasip1.wasm'
-    const built = artifactFiles.get(path.basename(wasm))
-    if (!files.includes(wasm)) problems.push('no WebAssembly build')
-    else if (built && sha256(path.join(pkgDir, wasm)) !== sha256(built)) problems.push('the WebAssembly build is not the one built')
-    const binaries = files.filter((f) => f.endsWith('.node'))
-    if (binaries.length) problems.push(`carries binaries: ${binaries}`)
-  }
-  rows.push([ROOT, root, `WebAssembly build, no .node, ${platforms.length} platform packages at ${version}`])
-}
-
-for (const name of platforms) {
-  const got = await fetchPackage(name)
-  const { pkg, pkgDir, files = [], problems } = got
-  let contents = ''
-  if (pkg) {
-    const platform = name.slice(ROOT.length + 1)
-    const [os, arch, abi] = platform.split('-')
-    if (JSON.stringify(pkg.os) !== JSON.stringify([os]) || JSON.stringify(pkg.cpu) !== JSON.stringify([arch])) {
-      problems.push(`os ${pkg.os} cpu ${pkg.cpu}`)
+// A package and its platform packages: `binary` is the name of the binary they carry.
+async function checkFamily(name, binary, checkRoot) {
+  const root = await fetchPackage(name)
+  const platforms = Object.keys(root.pkg?.optionalDependencies ?? {})
+  {
+    const { pkg, files = [], problems } = root
+    if (pkg) {
+      const deps = pkg.optionalDependencies ?? {}
+      const wrong = Object.entries(deps).filter(([n, v]) => !n.startsWith(`${name}-`) || v !== version)
+      if (Object.keys(deps).length !== 8 || wrong.length) problems.push(`optionalDependencies: ${JSON.stringify(deps)}`)
+      const binaries = files.filter((f) => f.endsWith('.node'))
+      if (binaries.length) problems.push(`carries binaries: ${binaries}`)
     }
-    if (os === 'linux' && JSON.stringify(pkg.libc) !== JSON.stringify([abi === 'gnu' ? 'glibc' : 'musl'])) problems.push(`libc ${pkg.libc}`)
-    const wanted = [`ctl-migration.${platform}.node`, `ctl-migration-testing.${platform}.node`]
-    const extra = files.filter((f) => !['package.json', 'README.md', 'LICENSE', ...wanted].includes(f))
-    if (extra.length) problems.push(`unexpected files: ${extra}`)
-    if (!files.includes('LICENSE')) problems.push('no LICENSE')
-    if (pkg.main !== wanted[0]) problems.push(`main is ${pkg.main}`)
-    const kinds = wanted.map((file) => {
+    rows.push([name, root, `${pkg ? checkRoot(root) : ''}no .node, ${platforms.length} platform packages at ${version}`])
+  }
+
+  for (const platformName of platforms) {
+    const got = await fetchPackage(platformName)
+    const { pkg, pkgDir, files = [], problems } = got
+    let contents = ''
+    if (pkg) {
+      const platform = platformName.slice(name.length + 1)
+      const [os, arch, abi] = platform.split('-')
+      if (JSON.stringify(pkg.os) !== JSON.stringify([os]) || JSON.stringify(pkg.cpu) !== JSON.stringify([arch])) {
+        problems.push(`os ${pkg.os} cpu ${pkg.cpu}`)
+      }
+      if (os === 'linux' && JSON.stringify(pkg.libc) !== JSON.stringify([abi === 'gnu' ? 'glibc' : 'musl'])) problems.push(`libc ${pkg.libc}`)
+      const file = `${binary}.${platform}.node`
+      const extra = files.filter((f) => !['package.json', 'README.md', 'LICENSE', file].includes(f))
+      if (extra.length) problems.push(`unexpected files: ${extra}`)
+      if (!files.includes('LICENSE')) problems.push('no LICENSE')
+      if (pkg.main !== file) problems.push(`main is ${pkg.main}`)
       const inTarball = path.join(pkgDir, file)
+      const built = artifactFiles.get(file)
       if (!files.includes(file)) {
         problems.push(`${file} missing`)
-        return 'missing'
-      }
-      const built = artifactFiles.get(file)
-      if (built) {
+      } else if (built) {
         if (sha256(inTarball) !== sha256(built)) problems.push(`${file} is not the one built`)
-        return 'built'
+        contents = `${file}, the bytes built`
+      } else if (fs.readFileSync(inTarball, 'utf8').startsWith('placeholder, not a binary')) {
+        contents = 'placeholder (no binary built here)'
+      } else {
+        problems.push(`${file} is neither built nor a placeholder`)
       }
-      if (!fs.readFileSync(inTarball, 'utf8').startsWith('placeholder, not a binary')) problems.push(`${file} is neither built nor a placeholder`)
-      return 'placeholder'
-    })
-    contents =
-      kinds.every((k) => k === 'built') ? 'client + testing addon, the bytes built'
-      : kinds.every((k) => k === 'placeholder') ? 'placeholder (no binary built here)'
-      : `client ${kinds[0]}, testing ${kinds[1]}`
+    }
+    rows.push([platformName, got, contents])
   }
-  rows.push([name, got, contents])
 }
+
+await checkFamily(CLIENT, 'ctl-migration', ({ pkg, pkgDir, files, problems }) => {
+  const wasm = 'lib/addon/ctl-migration.wasm32-wasip1.wasm'
+  const built = artifactFiles.get(path.basename(wasm))
+  if (!files.includes(wasm)) problems.push('no WebAssembly build')
+  else if (built && sha256(path.join(pkgDir, wasm)) !== sha256(built)) problems.push('the WebAssembly build is not the one built')
+  if (Object.keys(pkg.dependencies ?? {}).length) problems.push(`dependencies: ${JSON.stringify(pkg.dependencies)}`)
+  if (pkg.bin) problems.push(`a bin: ${JSON.stringify(pkg.bin)}`)
+  return 'WebAssembly build, no dependency, no bin, '
+})
+await checkFamily(TESTING, 'ctl-migration-testing', ({ pkg, problems }) => {
+  if (pkg.dependencies?.[CLIENT] !== version) problems.push(`depends on ${CLIENT}@${pkg.dependencies?.[CLIENT]}`)
+  if (!pkg.bin?.['ctl-migration']) problems.push('no ctl-migration bin')
+  return `${CLIENT}@${version}, the ctl-migration bin, `
+})
 
 const w = Math.max(...rows.map(([n]) => n.length))
 console.log(`| ${'package (fetched back from the registry)'.padEnd(w)} | file: specs | tarball  | contents`)

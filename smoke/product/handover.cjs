@@ -6,7 +6,7 @@
 const { createRequire } = require('module')
 const { connectMigration } = require('@norskvideo/ctl-migration')
 const kit = process.env.KIT_DIR ? createRequire(`${process.env.KIT_DIR}/package.json`) : require
-const { runHandover, startTestWorker, HandoverError } = kit('@norskvideo/ctl-migration/testing')
+const { runHandover, startTestWorker, HandoverError } = kit('@norskvideo/ctl-migration-testing')
 
 function product(env, position) {
   const self = { position, live: position !== undefined }

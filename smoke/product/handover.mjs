@@ -7,8 +7,8 @@ import { createRequire } from 'node:module'
 import { connectMigration, stateRefusal, isStateRefusal } from '@norskvideo/ctl-migration'
 
 const kit = process.env.KIT_DIR
-  ? createRequire(`${process.env.KIT_DIR}/package.json`)('@norskvideo/ctl-migration/testing')
-  : await import('@norskvideo/ctl-migration/testing')
+  ? createRequire(`${process.env.KIT_DIR}/package.json`)('@norskvideo/ctl-migration-testing')
+  : await import('@norskvideo/ctl-migration-testing')
 const { runHandover, startTestWorker } = kit
 const logs = []
 

@@ -39,10 +39,10 @@ function loadedAddons() {
 async function main() {
   let worker
   try {
-    worker = await require('@norskvideo/ctl-migration/testing').startTestWorker()
+    worker = await require('@norskvideo/ctl-migration-testing').startTestWorker()
   } catch (e) {
     if (!process.env.KIT_DIR) throw e
-    const kit = createRequire(path.join(process.env.KIT_DIR, 'package.json'))('@norskvideo/ctl-migration/testing')
+    const kit = createRequire(path.join(process.env.KIT_DIR, 'package.json'))('@norskvideo/ctl-migration-testing')
     worker = await kit.startTestWorker()
   }
   const { connectMigration } = require('@norskvideo/ctl-migration')

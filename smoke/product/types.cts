@@ -1,6 +1,6 @@
 // A product's TypeScript (CommonJS): the `require` entry's types, type-checked with `tsc --strict`.
 import { connectMigration, stateRefusal, type MigrationClient, type MigrationHandlers } from '@norskvideo/ctl-migration'
-import { startTestWorker, runHandover, type TestWorker, type HandoverTimeline } from '@norskvideo/ctl-migration/testing'
+import { startTestWorker, runHandover, type TestWorker, type HandoverTimeline } from '@norskvideo/ctl-migration-testing'
 import migration = require('@norskvideo/ctl-migration')
 
 const handlers: MigrationHandlers = { onGetState: () => stateRefusal('not today') }

@@ -49,7 +49,7 @@ import {
   type WorkerFrame,
   type WorkerRecord,
   type WorkerRule,
-} from '@norskvideo/ctl-migration/testing'
+} from '@norskvideo/ctl-migration-testing'
 
 interface Position {
   frame: number

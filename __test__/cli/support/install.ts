@@ -1,8 +1,8 @@
-// vitest globalSetup for the CLI suite: installs the package as a user gets it, from packed
-// tarballs (the root package as `npm pack` makes it, and this host's platform package with both
-// binaries, as scripts/install-path.sh makes them), into a fresh product directory outside the
-// repository, with the two test products: one on this package, one on the JavaScript reference
-// client.
+// vitest globalSetup for the CLI suite: installs the packages as a user gets them, from packed
+// tarballs (the client and the testing package as `npm pack` makes them, and this host's platform
+// package of each with its binary, as scripts/install-path.sh makes them), into a fresh product
+// directory outside the repository, with the two test products: one on this package, one on the
+// JavaScript reference client.
 import { execFileSync } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -33,13 +33,18 @@ export default function setup(project: TestProject): () => void {
   const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string
 
   npm(ROOT, 'pack', '--silent', '--pack-destination', tarballs)
+  npm(join(ROOT, 'testing'), 'pack', '--silent', '--pack-destination', tarballs)
 
-  const platformDir = join(stage, 'platform')
-  cpSync(join(ROOT, 'npm', target), platformDir, { recursive: true })
-  for (const binary of [`ctl-migration.${target}.node`, `ctl-migration-testing.${target}.node`]) {
-    cpSync(join(ROOT, 'lib/addon', binary), join(platformDir, binary))
+  // Each package's platform package, with its binary: package dir, binary name, staged copy.
+  for (const [pkg, binary, staged] of [
+    ['.', 'ctl-migration', 'platform'],
+    ['testing', 'ctl-migration-testing', 'testing-platform'],
+  ]) {
+    const platformDir = join(stage, staged)
+    cpSync(join(ROOT, pkg, 'npm', target), platformDir, { recursive: true })
+    cpSync(join(ROOT, pkg, 'lib/addon', `${binary}.${target}.node`), join(platformDir, `${binary}.${target}.node`))
+    npm(platformDir, 'pack', '--silent', '--pack-destination', tarballs)
   }
-  npm(platformDir, 'pack', '--silent', '--pack-destination', tarballs)
 
   writeFileSync(join(product, 'package.json'), '{ "name": "a-product", "version": "1.0.0", "private": true, "type": "module" }\n')
   cpSync(join(FIXTURES, 'product.mjs'), join(product, 'product.mjs'))
@@ -51,6 +56,8 @@ export default function setup(project: TestProject): () => void {
     '--install-links',
     join(tarballs, `norskvideo-ctl-migration-${version}.tgz`),
     join(tarballs, `norskvideo-ctl-migration-${target}-${version}.tgz`),
+    join(tarballs, `norskvideo-ctl-migration-testing-${version}.tgz`),
+    join(tarballs, `norskvideo-ctl-migration-testing-${target}-${version}.tgz`),
     './reference/schema',
     'zod@4.4.3',
     'ws@8',

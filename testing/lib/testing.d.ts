@@ -2,7 +2,7 @@
 // @norskvideo/ctl-migration/testing: test a product's migration handlers against a worker
 // simulator that enforces the real worker's rules, on loopback, in the test's own process.
 
-import type { AppliedSummary } from '../index.js'
+import type { AppliedSummary } from '@norskvideo/ctl-migration'
 
 /** The env that makes `connectMigration` connect as one instance: pass it as `env`, or merge it
  *  into a child process's environment. */
