@@ -257,12 +257,12 @@ check "without binaries: the testing kit says it needs the native addon" node -e
   require("@norskvideo/ctl-migration/testing").startTestWorker().then(
     () => process.exit(1),
     (e) => { console.error(e.message); if (!/testing needs the native addon/.test(e.message)) process.exit(1) })'
+# Node 22 from the npm registry, cached beside the runtime matrix's copies.
 # ── SWEEP_NODE: the switch for the platforms other than Linux x64 ──
 # SWEEP_NODE=/path/to/node: this check (if that Node has the global WebSocket) and the Node sweep
 # below run on that one Node, and no Node comes from the npm registry, whose `node` package has no
 # binary for most versions off Linux x64 (the release workflow's legs there get each version
 # from setup-node's node-version matrix).
-# Node 22 from the npm registry, cached beside the runtime matrix's copies.
 NODE22=${SWEEP_NODE:-$("$ROOT/scripts/runtime-bin.sh" node22)}
 if [ -z "${SWEEP_NODE:-}" ] || "$NODE22" -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)'; then
   check "without binaries, Node $("$NODE22" --version): a real handover on the WebAssembly build over the global WebSocket" \
