@@ -26,6 +26,7 @@
 #   scripts/install-path.sh                  # the binary this checkout built (npm run build)
 #   BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node scripts/install-path.sh
 #   KEEP=1 scripts/install-path.sh           # keep the temporary directory
+#   SWEEP_NODE=$(command -v node) scripts/install-path.sh   # sweep that Node only, none from npm
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -284,9 +285,16 @@ check "without binaries: the testing kit says it needs the native addon" node -e
     () => process.exit(1),
     (e) => { console.error(e.message); if (!/^@norskvideo\/ctl-migration-testing needs the native addon/.test(e.message)) process.exit(1) })'
 # Node 22 from the npm registry, cached beside the runtime matrix's copies.
-NODE22=$("$ROOT/scripts/runtime-bin.sh" node22)
-check "without binaries, Node 22: a real handover on the WebAssembly build over the global WebSocket" \
-  env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
+# ── SWEEP_NODE: the switch for the platforms other than Linux x64 ──
+# SWEEP_NODE=/path/to/node: this check (if that Node has the global WebSocket) and the Node sweep
+# below run on that one Node, and no Node comes from the npm registry, whose `node` package has no
+# binary for most versions off Linux x64 (the release workflow's legs there get each version
+# from setup-node's node-version matrix).
+NODE22=${SWEEP_NODE:-$("$ROOT/scripts/runtime-bin.sh" node22)}
+if [ -z "${SWEEP_NODE:-}" ] || "$NODE22" -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)'; then
+  check "without binaries, Node $("$NODE22" --version): a real handover on the WebAssembly build over the global WebSocket" \
+    env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
+fi
 install --omit=optional ws@8
 check "without binaries, Node $(node --version) with ws: a real handover on the WebAssembly build" \
   env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm node smoke/product/handover.mjs
@@ -295,8 +303,11 @@ check "without binaries, Node $(node --version) with ws: a real handover on the 
 # Native (the product with its binary) and on the WebAssembly fallback (the install without
 # optional dependencies; `ws` is there for the Node 20s, which have no global WebSocket).
 say "Node versions"
-for node_spec in node@20.0.0 node@20.18.0 node@20.19.0 node@22.0.0 node@22.11.0 node@22.12.0 node22 node24 node26; do
-  node_bin=$("$ROOT/scripts/runtime-bin.sh" "$node_spec")
+# With SWEEP_NODE (above), that one Node alone.
+node_specs=(node@20.0.0 node@20.18.0 node@20.19.0 node@22.0.0 node@22.11.0 node@22.12.0 node22 node24 node26)
+[ -z "${SWEEP_NODE:-}" ] || node_specs=(SWEEP_NODE)
+for node_spec in "${node_specs[@]}"; do
+  node_bin=${SWEEP_NODE:-$("$ROOT/scripts/runtime-bin.sh" "$node_spec")}
   node_version=$("$node_bin" --version)
   # shellcheck disable=SC2016 # JavaScript, not shell
   "$node_bin" -e 'const engines = require(process.argv[1]).engines.node

