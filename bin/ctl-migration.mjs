@@ -290,12 +290,14 @@ async function main(argv) {
 
   const view = createView({ json: options.json })
   const worker = await startTestWorker()
-  const run = { worker, view, options, source: undefined, unexpected: [], handovers: [], current: undefined, interrupted: undefined }
+  const run = { worker, view, options, source: undefined, unexpected: [], handovers: [], current: undefined, interrupted: undefined, finished: false }
   const cleanup = async (graceMs) => {
     await Promise.all([...running].map((p) => p.stop(graceMs)))
     await worker.close()
   }
   const interrupt = (signal) => {
+    // Everything is written: the exit is on its way.
+    if (run.finished) return
     if (run.interrupted) {
       // A second signal: out now.
       for (const p of running) signalGroup(p.pid, 'SIGKILL')
@@ -309,7 +311,8 @@ async function main(argv) {
       if (current && !run.handovers.includes(current)) {
         run.handovers.push({ ...current, ok: false, outcome: 'interrupted', totalMs: performance.now() - current.began })
       }
-      finish(run, EXIT[signal]).then((status) => process.stdout.write('', () => process.exit(status)))
+      const status = finish(run, EXIT[signal])
+      process.stdout.write('', () => process.exit(status))
     })
   }
   process.on('SIGINT', () => interrupt('SIGINT'))
@@ -330,8 +333,9 @@ async function main(argv) {
 }
 
 /** The report, the JUnit file, the summary and the JSON document, of whatever happened. */
-async function finish(run, status) {
+function finish(run, status) {
   const { options, view, worker } = run
+  run.finished = true
   const document = {
     ok: status === EXIT.ok,
     ...(run.interrupted ? { interrupted: run.interrupted } : {}),
@@ -440,6 +444,8 @@ async function handover(run, faults, recoveryOf) {
   const onEvent = (event) => {
     view.handoverEvent(migrationId, event)
     const { type: _type, ...record } = event
+    // On the worker's clock, near enough for a handover an interrupt cuts short (record() has it exactly).
+    result.startedAtMs ??= event.atMs ?? event.startedAtMs
     if (event.type === 'step') result.steps.push(record)
     if (event.type === 'fault') (result.faults ??= []).push(record)
     if (event.type === 'aborted') abortedAtMs = event.atMs

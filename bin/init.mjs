@@ -24,6 +24,7 @@ export function writeStarter(file) {
   } catch {
     process.stdout.write('it imports @norskvideo/ctl-migration, which is not installed here: npm install @norskvideo/ctl-migration\n')
   }
+  if (!file.endsWith('.mjs')) process.stdout.write('it is an ES module (import): Node runs it as one when its name ends in .mjs, or in a package with "type": "module"\n')
   process.stdout.write(`hand it over:\n  ${command}\n`)
   return 0
 }

@@ -49,7 +49,7 @@ export function renderReport(document, command) {
   .ok { color: #2a7d2a; } .failed { color: #b32020; }
   .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin-bottom: 6px; font-size: 12px; }
   .legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -2px; }
-  .waterfall { display: grid; grid-template-columns: 16rem 4.5rem 5.5rem minmax(360px, 1fr); grid-auto-rows: ${ROW_PX}px;
+  .waterfall { display: grid; grid-template-columns: 15rem 6rem 5.5rem minmax(360px, 1fr); grid-auto-rows: ${ROW_PX}px;
     column-gap: 12px; border: 1px solid #ddd; background: #fafafa; padding: 0 10px; }
   .waterfall > .cell { grid-column: auto; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; line-height: ${ROW_PX}px; font-size: 12px; }
   .waterfall > .label { grid-column: 1; } .waterfall > .side { grid-column: 2; color: #555; }
@@ -143,6 +143,15 @@ function handover(h) {
       duration: `+${ms(h.aborted.atMs - start)}`,
       className: 'abort-row',
       draw: (x) => [mark(x(h.aborted.atMs), h.aborted.reason)],
+    })
+  } else if (h.outcome === 'interrupted') {
+    rows.push({
+      at: end,
+      label: '✖ interrupted',
+      side: 'worker',
+      duration: `+${ms(end - start)}`,
+      className: 'abort-row',
+      draw: (x) => [mark(x(end), 'interrupted')],
     })
   } else if (h.failure && h.outcome !== 'over-budget') {
     rows.push({
