@@ -156,7 +156,7 @@ function handover(h) {
   } else if (h.failure && h.outcome !== 'over-budget') {
     rows.push({
       at: end,
-      label: `✖ ${h.outcome} at ${h.failure.step} (${h.failure.kind})`,
+      label: `✖ ${h.outcome} at ${h.failure.step}`,
       side: 'worker',
       duration: `+${ms(end - start)}`,
       className: 'abort-row',
