@@ -117,12 +117,15 @@ test('a fault with nothing to strike is no faulted handover: no recovery check, 
 })
 
 test('the restarted source after kill-source@cutover-ready is not blamed for a cutover-ready it never received', async () => {
-  const run = await cli(['handover', '--json', '--fault', 'kill-source@cutover-ready', '--step-timeout-ms', '1000', '--', 'node', 'product.mjs'])
+  // The source takes 300 ms to stop: the kill lands before it could answer.
+  const run = await cli(['handover', '--json', '--fault', 'kill-source@cutover-ready', '--step-timeout-ms', '1000', '--', 'node', 'product.mjs'], {
+    PRODUCT_MODE: 'slow-stop',
+    PRODUCT_DELAY_MS: '300',
+  })
   const [faulted] = json(run).handovers
-  if (faulted.outcome === 'aborted') {
-    expect(faulted.failure!.message).toMatch(/the source went away after 'cutover-ready' and came back, but sent no 'source-stopped-output'.*a restarted instance never received 'cutover-ready'/)
-    expect(faulted.failure!.message).not.toMatch(/onCutoverReady should/)
-  }
+  expect(faulted.outcome).toBe('aborted')
+  expect(faulted.failure!.message).toMatch(/the source went away after 'cutover-ready' and came back, but sent no 'source-stopped-output'.*a restarted instance never received 'cutover-ready'/)
+  expect(faulted.failure!.message).not.toMatch(/onCutoverReady should/)
   expect(run.code).toBe(0)
 })
 
