@@ -2,14 +2,18 @@
 // ctl-migration: hands any product that speaks the job socket over from the command line, with
 // the worker simulator of the testing kit, under the faults production meets. See docs/cli.md.
 //
-//   npx @norskvideo/ctl-migration handover [options] -- <command> [args…]
+//   npx ctl-migration handover [options] -- <command> [args…]
+//   npx ctl-migration init [FILE]
 import { spawn } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { accessSync, constants, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { dirname, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
+import { writeStarter } from './init.mjs'
+import { renderJunit } from './junit.mjs'
 import { renderReport } from './report.mjs'
-import { createView } from './view.mjs'
+import { createView, visible } from './view.mjs'
 
 const { startTestWorker, runHandover, HandoverError } = createRequire(import.meta.url)('../lib/testing.js')
 
@@ -23,12 +27,16 @@ const INTERRUPT_GRACE_MS = 1_000
 /** The product output kept per process, for the failure message of one that died. */
 const LAST_LINES = 10
 
-const EXIT = { ok: 0, failed: 1, usage: 2, neverConnected: 3 }
+const EXIT = { ok: 0, failed: 1, usage: 2, neverConnected: 3, SIGINT: 130, SIGTERM: 143 }
 
 const USAGE = `Usage: ctl-migration handover [options] -- <command> [args…]
+       ctl-migration init [FILE]
 
-Runs <command> as a product instance against a worker simulator on 127.0.0.1, hands it over to a
-second instance of the same command as the worker does, and retires the old one.
+handover: runs <command> as a product instance against a worker simulator on 127.0.0.1, hands it
+over to a second instance of the same command as the worker does, and retires the old one.
+
+init: writes a small, commented starter product on this package to FILE (default product.mjs;
+never over an existing file) and prints the command that hands it over.
 
 Options:
   --repeat N               N handovers back and forth, each target the next source (default 1)
@@ -42,10 +50,13 @@ Options:
   --abort-after STEP       abort the migration after STEP, as the worker does when it gives up
   --json                   one JSON document on stdout at the end; everything else on stderr
   --report FILE.html       a self-contained page drawing the timeline of every handover
+  --junit FILE.xml         JUnit XML: a testcase per handover, a failure for each failed one
   -h, --help               this text
 
 Exit status: 0 every handover completed (with faults: every faulted handover recovered),
-1 a handover failed, 2 a usage error, 3 the product never connected.`
+1 a handover failed, 2 a usage error, 3 the product never connected or could not be started,
+130 / 143 interrupted by SIGINT / SIGTERM (the summary, the JSON document, the report and the
+JUnit file are still written, with what happened so far).`
 
 class UsageError extends Error {}
 
@@ -67,6 +78,7 @@ function parseOptions(argv) {
       'abort-after': { type: 'string' },
       json: { type: 'boolean' },
       report: { type: 'string' },
+      junit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -74,8 +86,13 @@ function parseOptions(argv) {
   const terminator = tokens.find((t) => t.kind === 'option-terminator')
   const before = tokens.filter((t) => t.kind === 'positional' && (!terminator || t.index < terminator.index)).map((t) => t.value)
   const command = terminator ? positionals.slice(before.length) : []
-  if (before.length === 0) throw new UsageError('no subcommand: the subcommand is `handover`')
-  if (before[0] !== 'handover') throw new UsageError(`unknown subcommand '${before[0]}': the subcommand is \`handover\``)
+  if (before.length === 0) throw new UsageError('no subcommand: the subcommands are `handover` and `init`')
+  if (before[0] === 'init') {
+    if (Object.keys(values).length > 0 || terminator) throw new UsageError('init takes only a file name: ctl-migration init [FILE]')
+    if (before.length > 2) throw new UsageError(`unexpected '${before[2]}': init takes one file name`)
+    return { init: before[1] ?? 'product.mjs' }
+  }
+  if (before[0] !== 'handover') throw new UsageError(`unknown subcommand '${before[0]}': the subcommands are \`handover\` and \`init\``)
   if (before.length > 1) throw new UsageError(`unexpected '${before[1]}': the product's command goes after \`--\``)
   if (command.length === 0) throw new UsageError("no command: give the product's command after `--`")
 
@@ -97,8 +114,25 @@ function parseOptions(argv) {
     maxCutoverMs: values['max-cutover-ms'] === undefined ? undefined : count('--max-cutover-ms', values['max-cutover-ms']),
     abortAfter,
     json: values.json === true,
-    report: values.report,
+    report: writable('--report', values.report),
+    junit: writable('--junit', values.junit),
   }
+}
+
+/** A file the run writes at its end must be writable now, before any product starts. */
+function writable(option, file) {
+  if (file === undefined) return undefined
+  const dir = dirname(resolve(file))
+  try {
+    if (!statSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`)
+    accessSync(dir, constants.W_OK)
+    const existing = statSync(file, { throwIfNoEntry: false })
+    if (existing?.isDirectory()) throw new Error('it is a directory')
+    if (existing) accessSync(file, constants.W_OK)
+  } catch (e) {
+    throw new UsageError(`${option} ${file}: cannot be written (${e.code === 'ENOENT' ? `no directory ${dir}` : e.message})`)
+  }
+  return file
 }
 
 function parseFault(text) {
@@ -164,6 +198,11 @@ class Product {
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     this.pid = this.child.pid
+    /** Set once the process is running: a command that cannot be spawned never is. */
+    this.spawned = new Promise((resolve) => {
+      this.child.once('spawn', () => resolve(true))
+      this.child.once('error', () => resolve(false))
+    })
     running.add(this)
     this.exit = new Promise((resolve) => {
       this.child.once('error', (e) => {
@@ -182,7 +221,9 @@ class Product {
       this.exited = how
     })
     for (const stream of [this.child.stdout, this.child.stderr]) {
-      createInterface({ input: stream }).on('line', (line) => {
+      createInterface({ input: stream }).on('line', (raw) => {
+        // A product's control sequences are shown, never run on the user's terminal.
+        const line = visible(raw)
         this.lastLines.push(line)
         if (this.lastLines.length > LAST_LINES) this.lastLines.shift()
         view.product(this.role, line)
@@ -215,7 +256,8 @@ class Product {
   /** How it ended, and its last output, for a failure message. */
   obituary() {
     const how = this.exited
-    const ended = how.error ? `could not start (${how.error})` : how.signal ? `was killed by ${how.signal}` : `exited with code ${how.code}`
+    if (this.pid === undefined) return `the ${this.role} could not be started (${how.error})`
+    const ended = how.error ? `failed (${how.error})` : how.signal ? `was killed by ${how.signal}` : `exited with code ${how.code}`
     const tail = this.lastLines.length ? `; its last output:\n${this.lastLines.map((l) => `  ${this.role} │ ${l}`).join('\n')}` : '; it printed nothing'
     return `the ${this.role} (pid ${this.pid}) ${ended}${tail}`
   }
@@ -244,43 +286,78 @@ async function main(argv) {
     process.stdout.write(`${USAGE}\n`)
     return EXIT.ok
   }
+  if (options.init !== undefined) return writeStarter(options.init)
 
   const view = createView({ json: options.json })
   const worker = await startTestWorker()
-  const run = { worker, view, options, source: undefined, unexpected: [], handovers: [], interrupted: undefined }
+  const run = { worker, view, options, source: undefined, unexpected: [], handovers: [], current: undefined, interrupted: undefined, finished: false }
   const cleanup = async (graceMs) => {
     await Promise.all([...running].map((p) => p.stop(graceMs)))
     await worker.close()
   }
   const interrupt = (signal) => {
-    if (run.interrupted) return
+    // Everything is written: the exit is on its way.
+    if (run.finished) return
+    if (run.interrupted) {
+      // A second signal: out now.
+      for (const p of running) signalGroup(p.pid, 'SIGKILL')
+      process.exit(EXIT[signal])
+    }
     run.interrupted = signal
     view.event('ctl-migration', `${signal}: stopping every product process`)
     void cleanup(INTERRUPT_GRACE_MS).then(() => {
-      view.done()
-      process.exit(signal === 'SIGINT' ? 130 : 143)
+      // What happened so far: the handover under way is there as interrupted.
+      const current = run.current
+      if (current && !run.handovers.includes(current)) {
+        run.handovers.push({ ...current, ok: false, outcome: 'interrupted', totalMs: performance.now() - current.began })
+      }
+      const status = finish(run, EXIT[signal])
+      process.stdout.write('', () => process.exit(status))
     })
   }
   process.on('SIGINT', () => interrupt('SIGINT'))
   process.on('SIGTERM', () => interrupt('SIGTERM'))
 
+  if (options.seed !== undefined) view.event('ctl-migration', `chaos seed ${options.seed} (the same faults again: --seed ${options.seed})`)
   let status
   try {
     status = await handOver(run)
+  } catch (e) {
+    // A handover cut short by the interrupt may throw on its way out; interrupt() reports.
+    if (!run.interrupted) throw e
   } finally {
     if (!run.interrupted) await cleanup(RETIRE_GRACE_MS)
   }
   if (run.interrupted) return new Promise(() => {}) // interrupt() exits
+  return finish(run, status)
+}
+
+/** The report, the JUnit file, the summary and the JSON document, of whatever happened. */
+function finish(run, status) {
+  const { options, view, worker } = run
+  run.finished = true
   const document = {
     ok: status === EXIT.ok,
+    ...(run.interrupted ? { interrupted: run.interrupted } : {}),
     ...(options.seed === undefined ? {} : { seed: options.seed }),
-    handovers: run.handovers,
+    handovers: run.handovers.map(({ began: _began, ...h }) => h),
     violations: worker.violations.map(({ seq: _seq, ...v }) => v),
     ...(run.neverConnected ? { failure: run.neverConnected } : {}),
   }
-  if (options.report) {
-    writeFileSync(options.report, renderReport(document, options.command.join(' ')))
-    view.event('ctl-migration', `report written to ${options.report}`)
+  const outputs = [
+    [options.report, 'report', () => renderReport(document, options.command.join(' '))],
+    [options.junit, 'JUnit file', () => renderJunit(document, options.command.join(' '))],
+  ]
+  for (const [file, what, render] of outputs) {
+    if (file === undefined) continue
+    try {
+      writeFileSync(file, render())
+      view.event('ctl-migration', `${what} written to ${file}`)
+    } catch (e) {
+      view.failure(`could not write the ${what} to ${file}: ${e.message}`)
+      if (status === EXIT.ok) status = EXIT.failed
+      document.ok = false
+    }
   }
   view.summary(document)
   view.done()
@@ -314,13 +391,15 @@ async function handOver(run) {
   for (const fault of plan(options)) {
     const result = await handover(run, fault ? [fault] : [])
     if (run.interrupted) return EXIT.failed
-    if (fault) {
+    // A fault with nothing to strike (a target fault before there is a target) left a clean
+    // handover: there is nothing to recover from.
+    if (fault && result.faults?.some((f) => f.struck)) {
       result.recovered = await recover(run, result)
       if (!result.recovered) failed = true
     } else if (!result.ok) {
       failed = true
     }
-    if (failed) break
+    if (failed || run.interrupted) break
   }
   return failed ? EXIT.failed : EXIT.ok
 }
@@ -331,12 +410,18 @@ function instanceEnv(env, role) {
 }
 
 function launch(run, role, env) {
+  // Nothing starts once the run is being stopped: it would outlive the cleanup.
+  if (run.interrupted) throw new Error(`interrupted by ${run.interrupted}: the ${role} is not started`)
   const product = new Product(role, env, run.options.command, run.view)
-  run.view.event(role, `started: pid ${product.pid}${env.NORSK_MIGRATION_ID ? `, target of ${env.NORSK_MIGRATION_ID}` : ''}`)
+  void product.spawned.then((spawned) => {
+    if (spawned) run.view.event(role, `started: pid ${product.pid}${env.NORSK_MIGRATION_ID ? `, target of ${env.NORSK_MIGRATION_ID}` : ''}`)
+  })
   void product.exit.then((how) => {
     if (product.expectedExit) return
     run.unexpected.push(product)
-    run.view.event(product.role, `exited unexpectedly: ${product.obituary().replace(/^the \S+ \(pid \d+\) /, '')}`)
+    // One that could not be started at all is told by the failure it causes, in one line.
+    if (product.pid !== undefined) run.view.event(product.role, `exited unexpectedly: ${product.obituary().replace(/^the \S+ \(pid \d+\) /, '')}`)
+    else if (how.error && product !== run.source) run.view.event(product.role, `could not be started: ${how.error}`)
   })
   return product
 }
@@ -350,9 +435,22 @@ async function handover(run, faults, recoveryOf) {
   let target
   run.source.role = 'source'
   view.begin(migrationId, faults[0], recoveryOf)
-  const result = { migrationId, ok: false, outcome: 'failed', steps: [] }
+  const result = { migrationId, ok: false, outcome: 'failed', steps: [], began: performance.now() }
   if (faults.length > 0) result.fault = faults[0]
   if (recoveryOf) result.recoveryOf = recoveryOf
+  // Kept up to date as it goes, for an interrupt to report.
+  run.current = result
+  let abortedAtMs
+  const onEvent = (event) => {
+    view.handoverEvent(migrationId, event)
+    const { type: _type, ...record } = event
+    // On the worker's clock, near enough for a handover an interrupt cuts short (record() has it exactly).
+    result.startedAtMs ??= event.atMs ?? event.startedAtMs
+    if (event.type === 'step') result.steps.push(record)
+    if (event.type === 'fault') (result.faults ??= []).push(record)
+    if (event.type === 'aborted') abortedAtMs = event.atMs
+  }
+  let completed = false
   try {
     const timeline = await runHandover({
       worker,
@@ -374,18 +472,22 @@ async function handover(run, faults, recoveryOf) {
         await run.source.kill()
         run.source = launch(run, 'source', run.source.env)
       },
-      onEvent: (event) => view.handoverEvent(migrationId, event),
+      onEvent,
     })
     record(result, timeline)
     if (timeline.aborted) {
+      result.aborted = { ...timeline.aborted, atMs: abortedAtMs }
       result.outcome = 'aborted'
       result.ok = true
     } else {
+      completed = true
       result.outcome = 'completed'
       result.ok = true
       const budget = options.maxCutoverMs
       if (budget !== undefined && result.cutoverWindowMs > budget) {
+        // The target is live (the migration completed), but not within the budget.
         result.ok = false
+        result.outcome = 'over-budget'
         result.failure = {
           step: 'cutover-apply',
           kind: 'over-budget',
@@ -401,20 +503,22 @@ async function handover(run, faults, recoveryOf) {
     const died = run.unexpected.slice(unexpectedBefore).map((p) => p.obituary())
     result.failure = { step: e.step, kind: e.kind, message: [e.message, ...died].join('\n') }
   }
+  // An interrupt stops every process itself, and reports this handover as interrupted.
+  if (run.interrupted) return result
   // Processes that died on their own in this handover, and rules broken in it.
-  result.unexpectedExits = run.unexpected.slice(unexpectedBefore).map((p) => ({ role: p.role, pid: p.pid, ...p.exited }))
+  result.unexpectedExits = run.unexpected.slice(unexpectedBefore).map((p) => ({ role: p.role, ...(p.pid === undefined ? {} : { pid: p.pid }), ...p.exited }))
   result.violations = worker.violations.slice(violationsBefore).map(({ seq: _seq, ...v }) => v)
 
   // As the worker does: a completed handover retires the old source; an aborted or failed one
   // stops the target it launched, and the source carries on.
-  if (result.outcome === 'completed') {
+  if (completed) {
     const old = run.source
     // Its role changes when the next handover begins: output it wrote as the target may still
     // be on its way, and is labelled as the target's.
     run.source = target
     old.role = 'retired'
     old.expectedExit = true
-    await retire(view, old)
+    await stopProduct(view, old, 'retired')
     // A target killed by the fault after it had applied is the live instance now: restarted, as
     // a crashed instance is (no longer a migration's target).
     if (target.exited) {
@@ -424,20 +528,22 @@ async function handover(run, faults, recoveryOf) {
     }
   } else if (target) {
     target.expectedExit = true
-    await retire(view, target)
+    await stopProduct(view, target, 'stopped: the migration did not complete')
   }
   run.handovers.push(result)
   view.end(result)
   return result
 }
 
-async function retire(view, product) {
+/** SIGTERM, then SIGKILL after the grace, as the worker stops an instance. */
+async function stopProduct(view, product, what) {
   if (product.exited) return
   const how = await product.stop(RETIRE_GRACE_MS)
-  view.event(product.role, `pid ${product.pid} retired (${how.signal ?? `exit ${how.code}`})`)
+  view.event(product.role, `pid ${product.pid} ${what} (${how.signal ?? `exit ${how.code}`})`)
 }
 
 function record(result, timeline) {
+  result.startedAtMs = timeline.startedAtMs
   result.steps = timeline.steps.map(({ step, side, sent, received, startedAtMs, latencyMs, payload }) => ({
     step,
     side,
@@ -447,6 +553,7 @@ function record(result, timeline) {
     latencyMs,
     payload,
   }))
+  result.waits = timeline.waits
   result.totalMs = timeline.totalMs
   const ready = timeline.steps.find((s) => s.step === 'cutover-ready')
   const applied = timeline.steps.find((s) => s.step === 'cutover-apply')
@@ -462,6 +569,7 @@ async function recover(run, faulted) {
   if (faulted.violations.length > 0) problems.push(`the worker's rules were broken: ${faulted.violations.map((v) => v.rule).join(', ')}`)
   if (problems.length === 0) {
     const clean = await handover(run, [], faulted.migrationId)
+    if (run.interrupted) return false
     if (!clean.ok) problems.push(`the clean handover right after failed: ${clean.failure?.message}`)
   }
   if (problems.length > 0) faulted.recoveryFailure = problems.join('; ')

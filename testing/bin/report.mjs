@@ -1,14 +1,12 @@
-// The --report page: one self-contained HTML file (inline SVG and CSS, nothing fetched) drawing
-// each handover's timeline: a lane per party (worker, source, target), each step a bar on the
-// lane of the side it waited on with its latency, faults and aborts marked on the worker's lane,
-// the cutover window shaded across the lanes.
+// The --report page: one self-contained HTML file (CSS and inline SVG, nothing fetched), drawn as
+// trace viewers draw a trace (Jaeger, the network panel of Chrome's DevTools): a waterfall per
+// handover with a row per step, per wait, per fault and per abort, the label, the side and the
+// duration each in a column of its own, and the bars on a time axis with ticks that every row of
+// the handover shares; under them the cutover window in a row of its own, zoomed to fill the
+// width however short it is. Above them one waterfall of the whole run, a row per handover, on
+// the run's own axis. Text is only ever in the columns and the axis, never on the bars, so no two
+// pieces of text can overlap at any width.
 
-const LANES = ['worker', 'source', 'target']
-const WIDTH = 960
-const LABEL_WIDTH = 70
-const LANE_HEIGHT = 26
-const TOP = 34
-const ROW_HEIGHT = TOP + LANES.length * LANE_HEIGHT + 30
 const COLOURS = {
   propose: '#4e79a7',
   launch: '#9c755f',
@@ -16,97 +14,276 @@ const COLOURS = {
   'cutover-ready': '#f28e2b',
   'cutover-apply': '#76b7b2',
 }
+const ROW_PX = 24
+/** The chart's coordinates across (viewBox units); it stretches to its column. */
+const SPAN = 1000
+/** At most this many intervals on an axis: its labels keep apart in the narrowest chart. */
+const MAX_TICKS = 5
 
 export function renderReport(document, command) {
-  const rows = document.handovers.map(row).join('\n')
-  const verdict = document.ok ? 'every handover completed or recovered' : 'a handover failed'
+  const verdict = document.interrupted
+    ? `interrupted by ${document.interrupted}`
+    : document.ok
+      ? 'every handover completed or recovered'
+      : 'a handover failed'
+  const meta = [
+    `<code>${escape(command)}</code>`,
+    `<b class="${document.ok ? 'ok' : 'failed'}">${escape(verdict)}</b>`,
+    document.seed === undefined ? '' : `seed ${document.seed}`,
+    `${document.handovers.length} handover(s)`,
+    `${document.violations.length} worker rule(s) broken`,
+  ].filter(Boolean)
+  const failure = document.failure ? `<div class="failure">${escape(document.failure.message)}</div>` : ''
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width">
 <title>ctl-migration handover report</title>
 <style>
   body { font: 14px system-ui, sans-serif; margin: 24px; color: #222; }
-  h1 { font-size: 20px; margin: 0 0 4px; }
-  .meta { color: #555; margin-bottom: 16px; }
+  h1 { font-size: 20px; margin: 0 0 6px; }
+  h2 { font-size: 15px; margin: 22px 0 6px; }
+  h2.failed { color: #b32020; }
+  .meta { color: #555; margin-bottom: 10px; display: flex; flex-wrap: wrap; gap: 4px 14px; }
   .ok { color: #2a7d2a; } .failed { color: #b32020; }
-  svg { display: block; margin-bottom: 12px; background: #fafafa; border: 1px solid #ddd; }
-  svg text { font: 11px system-ui, sans-serif; }
-  .failure { white-space: pre-wrap; font: 12px monospace; color: #b32020; margin: -6px 0 14px; }
-  .legend span { display: inline-block; margin-right: 14px; }
+  .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin-bottom: 6px; font-size: 12px; }
   .legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -2px; }
+  .waterfall { display: grid; grid-template-columns: 15rem 6rem 5.5rem minmax(360px, 1fr); grid-auto-rows: ${ROW_PX}px;
+    column-gap: 12px; border: 1px solid #ddd; background: #fafafa; padding: 0 10px; }
+  .waterfall > .cell { grid-column: auto; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; line-height: ${ROW_PX}px; font-size: 12px; }
+  .waterfall > .label { grid-column: 1; } .waterfall > .side { grid-column: 2; color: #555; }
+  .waterfall > .duration { grid-column: 3; text-align: right; font-variant-numeric: tabular-nums; }
+  .waterfall > .head { color: #777; border-bottom: 1px solid #ddd; }
+  .waterfall > .axis { grid-column: 4; grid-row: 1; position: relative; border-bottom: 1px solid #ddd; font-size: 11px; color: #555; }
+  .axis span { position: absolute; top: 0; line-height: ${ROW_PX}px; transform: translateX(-50%); white-space: nowrap; }
+  .axis span.first { transform: none; } .axis span.last { transform: translateX(-100%); }
+  .waterfall > .chart { grid-column: 4; }
+  .chart svg { display: block; width: 100%; }
+  .fault-row { color: #b32020; } .abort-row { color: #b32020; font-weight: 600; }
+  .wait-row .label { font-style: italic; }
+  .zoom-row { background: #fff6d6; }
+  .failure { white-space: pre-wrap; font: 12px monospace; color: #b32020; margin: 6px 0 0; overflow-wrap: anywhere; }
 </style>
 </head>
 <body>
 <h1>ctl-migration handover report</h1>
-<div class="meta"><code>${escape(command)}</code> — <b class="${document.ok ? 'ok' : 'failed'}">${verdict}</b>${
-    document.seed === undefined ? '' : ` — seed ${document.seed}`
-  } — ${document.handovers.length} handover(s), ${document.violations.length} worker rule(s) broken</div>
+<div class="meta">${meta.map((m) => `<span>${m}</span>`).join('')}</div>${failure}
 <div class="legend">${Object.entries(COLOURS)
     .map(([step, colour]) => `<span><i style="background:${colour}"></i>${step}</span>`)
-    .join('')}<span><i style="background:#ffd54f;opacity:.5"></i>cutover window</span><span><i style="background:#d62728"></i>fault / abort</span></div>
-${rows}
+    .join('')}<span><i style="background:#bbb;outline:1px dashed #666"></i>wait</span><span><i style="background:#ffd54f;opacity:.6"></i>cutover window</span><span><i style="background:#d62728"></i>fault / abort</span></div>
+${document.handovers.length > 1 ? overview(document.handovers) : ''}
+${document.handovers.map(handover).join('\n')}
 </body>
 </html>
 `
 }
 
-function row(h) {
-  const marks = [...(h.faults ?? []).map((f) => ({ atMs: f.atMs, text: `${f.kind}${f.struck ? '' : ' (missed)'}` }))]
-  const times = [...h.steps.flatMap((s) => [s.startedAtMs, s.startedAtMs + s.latencyMs]), ...marks.map((m) => m.atMs)]
-  const start = times.length ? Math.min(...times) : 0
-  const end = times.length ? Math.max(...times) : 1
-  const span = Math.max(end - start, 0.001)
-  const x = (ms) => LABEL_WIDTH + ((ms - start) / span) * (WIDTH - LABEL_WIDTH - 20)
-  const laneY = (lane) => TOP + LANES.indexOf(lane) * LANE_HEIGHT
-  const parts = []
+/** The whole run: a row per handover on one axis, so their lengths compare. */
+function overview(handovers) {
+  const starts = handovers.map(startOf)
+  const start = Math.min(...starts)
+  const end = Math.max(...handovers.map((h, i) => starts[i] + (h.totalMs ?? 0)))
+  const rows = handovers.map((h, i) => ({
+    label: `${h.migrationId}${h.fault ? ` ⚡ ${h.fault.kind}@${h.fault.step}` : h.recoveryOf ? ' (recovery check)' : ''}`,
+    side: h.outcome,
+    duration: ms(h.totalMs),
+    className: good(h) ? '' : 'abort-row',
+    draw: (x) => [
+      ...h.steps.map((s) => bar(x(s.startedAtMs), x(s.startedAtMs + s.latencyMs), COLOURS[s.step], `${s.step} ${ms(s.latencyMs)}`)),
+      ...(h.waits ?? []).map((w) => waitBar(x(w.startedAtMs), x(w.startedAtMs + w.latencyMs), w)),
+      ...(h.faults ?? []).filter((f) => f.struck).map((f) => mark(x(f.atMs), `${f.kind} at ${f.step}`)),
+      ...(good(h) ? [] : [mark(x(starts[i] + (h.totalMs ?? 0)), `${h.outcome}`)]),
+    ],
+  }))
+  return `<h2>The run</h2>\n${waterfall('overview', 'handover', rows, start, end, [])}`
+}
+
+function handover(h) {
+  const start = startOf(h)
+  const end = start + (h.totalMs ?? 0)
+  const rows = []
+  for (const s of h.steps) {
+    rows.push({
+      at: s.startedAtMs,
+      label: s.step,
+      side: s.side,
+      duration: ms(s.latencyMs),
+      draw: (x) => [
+        `<rect class="step" data-step="${s.step}" x="${x(s.startedAtMs)}" y="Y" width="${width(x(s.startedAtMs), x(s.startedAtMs + s.latencyMs))}" height="${ROW_PX - 10}" fill="${COLOURS[s.step]}"><title>${escape(`${s.step}: ${s.sent} → ${s.received}, ${s.latencyMs.toFixed(2)} ms`)}</title></rect>`,
+      ],
+    })
+  }
+  for (const w of h.waits ?? []) {
+    const what = w.waitingFor === 'return' ? `wait: ${w.side} to come back` : `wait: ${w.side}'s answer`
+    rows.push({
+      at: w.startedAtMs,
+      label: `${what}${w.timedOut ? ' (gave up)' : ''}`,
+      side: w.side,
+      duration: ms(w.latencyMs),
+      className: 'wait-row',
+      draw: (x) => [waitBar(x(w.startedAtMs), x(w.startedAtMs + w.latencyMs), w)],
+    })
+  }
+  for (const f of h.faults ?? []) {
+    rows.push({
+      at: f.atMs,
+      label: `⚡ ${f.kind} at ${f.step}${f.struck ? '' : ' (missed)'}`,
+      side: f.kind.endsWith('-source') ? 'source' : f.kind.endsWith('-target') ? 'target' : 'worker',
+      duration: `+${ms(f.atMs - start)}`,
+      className: 'fault-row',
+      draw: (x) => [mark(x(f.atMs), f.struck ? `${f.kind} at ${f.step}` : `${f.kind}: nothing to strike (${f.detail})`)],
+    })
+  }
+  if (h.aborted) {
+    rows.push({
+      at: h.aborted.atMs,
+      label: `✖ abort after ${h.aborted.afterStep}`,
+      side: 'worker',
+      duration: `+${ms(h.aborted.atMs - start)}`,
+      className: 'abort-row',
+      draw: (x) => [mark(x(h.aborted.atMs), h.aborted.reason)],
+    })
+  } else if (h.outcome === 'interrupted') {
+    rows.push({
+      at: end,
+      label: '✖ interrupted',
+      side: 'worker',
+      duration: `+${ms(end - start)}`,
+      className: 'abort-row',
+      draw: (x) => [mark(x(end), 'interrupted')],
+    })
+  } else if (h.failure && h.outcome !== 'over-budget') {
+    rows.push({
+      at: end,
+      label: `✖ ${h.outcome} at ${h.failure.step}`,
+      side: 'worker',
+      duration: `+${ms(end - start)}`,
+      className: 'abort-row',
+      draw: (x) => [mark(x(end), h.failure.message.split('\n')[0])],
+    })
+  }
+  rows.sort((a, b) => a.at - b.at)
+
+  // Shading across the rows, and the fault lines where they struck.
+  const overlays = []
+  const ready = h.steps.find((s) => s.step === 'cutover-ready')
+  if (h.cutoverWindowMs !== undefined && ready) {
+    const windowEnd = ready.startedAtMs + h.cutoverWindowMs
+    overlays.push(
+      (x, height) =>
+        `<rect class="cutover-window" x="${x(ready.startedAtMs)}" y="0" width="${width(x(ready.startedAtMs), x(windowEnd), 2)}" height="${height}" fill="#ffd54f" opacity="0.35"><title>cutover window ${h.cutoverWindowMs.toFixed(2)} ms</title></rect>`,
+    )
+    // The window zoomed: its own axis, from cutover-ready sent to target-applied received.
+    const parts = h.steps.filter((s) => s.step === 'cutover-ready' || s.step === 'cutover-apply')
+    const zoom = (ms) => ((ms - ready.startedAtMs) / Math.max(h.cutoverWindowMs, 1e-6)) * SPAN
+    rows.push({
+      label: 'cutover window, zoomed',
+      side: '',
+      duration: ms(h.cutoverWindowMs),
+      className: 'zoom-row',
+      draw: () => [
+        `<rect x="0" y="Y" width="${SPAN}" height="${ROW_PX - 10}" fill="#ffd54f" opacity="0.35"/>`,
+        ...parts.map(
+          (s) =>
+            `<rect class="zoomed" data-step="${s.step}" x="${zoom(s.startedAtMs)}" y="Y" width="${width(zoom(s.startedAtMs), zoom(s.startedAtMs + s.latencyMs))}" height="${ROW_PX - 10}" fill="${COLOURS[s.step]}"><title>${escape(`${s.step} ${s.latencyMs.toFixed(2)} ms of the ${h.cutoverWindowMs.toFixed(2)} ms window`)}</title></rect>`,
+        ),
+        ...(h.faults ?? []).filter((f) => f.struck && f.atMs >= ready.startedAtMs && f.atMs <= windowEnd).map((f) => mark(zoom(f.atMs), f.kind)),
+      ],
+    })
+  }
+  for (const f of (h.faults ?? []).filter((f) => f.struck)) {
+    overlays.push(
+      (x, height) =>
+        `<line class="fault" x1="${x(f.atMs)}" x2="${x(f.atMs)}" y1="0" y2="${height}" stroke="#d62728" stroke-width="2" vector-effect="non-scaling-stroke"><title>${escape(`${f.kind} at ${f.step}`)}</title></line>`,
+    )
+  }
 
   const title = [
     h.migrationId,
     h.fault ? `fault ${h.fault.kind}@${h.fault.step}` : h.recoveryOf ? `recovery check after ${h.recoveryOf}` : '',
     h.outcome,
     h.recovered === undefined ? '' : h.recovered ? 'recovered' : 'NOT recovered',
-    h.totalMs === undefined ? '' : `${h.totalMs.toFixed(1)} ms`,
+    h.totalMs === undefined ? '' : ms(h.totalMs),
+    h.cutoverWindowMs === undefined ? '' : `cutover window ${ms(h.cutoverWindowMs)}`,
   ].filter(Boolean)
-  parts.push(`<text x="8" y="18" font-weight="bold" fill="${h.ok && h.recovered !== false ? '#222' : '#b32020'}">${escape(title.join(' · '))}</text>`)
-  for (const lane of LANES) {
-    parts.push(`<line x1="${LABEL_WIDTH}" x2="${WIDTH - 10}" y1="${laneY(lane) + LANE_HEIGHT / 2}" y2="${laneY(lane) + LANE_HEIGHT / 2}" stroke="#ddd"/>`)
-    parts.push(`<text x="8" y="${laneY(lane) + LANE_HEIGHT / 2 + 4}">${lane}</text>`)
-  }
-  if (h.cutoverWindowMs !== undefined) {
-    const ready = h.steps.find((s) => s.step === 'cutover-ready')
-    const left = x(ready.startedAtMs)
-    const width = Math.max(x(ready.startedAtMs + h.cutoverWindowMs) - left, 2)
-    parts.push(
-      `<rect class="cutover-window" x="${left}" y="${TOP - 4}" width="${width}" height="${LANES.length * LANE_HEIGHT + 8}" fill="#ffd54f" opacity="0.35"><title>cutover window ${h.cutoverWindowMs.toFixed(2)} ms</title></rect>`,
-    )
-  }
-  for (const s of h.steps) {
-    const left = x(s.startedAtMs)
-    const width = Math.max(x(s.startedAtMs + s.latencyMs) - left, 3)
-    const y = laneY(s.side) + 5
-    const label = `${s.step} ${s.latencyMs.toFixed(1)} ms`
-    parts.push(
-      `<rect class="step" data-step="${s.step}" x="${left}" y="${y}" width="${width}" height="${LANE_HEIGHT - 10}" fill="${COLOURS[s.step]}"><title>${escape(`${s.step}: ${s.sent} → ${s.received}, ${s.latencyMs.toFixed(2)} ms`)}</title></rect>`,
-    )
-    parts.push(`<text ${labelAt(left + 2, left + width)} y="${y + LANE_HEIGHT + 2}" fill="#444">${escape(label)}</text>`)
-  }
-  for (const m of marks) {
-    parts.push(`<line class="fault" x1="${x(m.atMs)}" x2="${x(m.atMs)}" y1="${TOP - 6}" y2="${TOP + LANES.length * LANE_HEIGHT}" stroke="#d62728" stroke-width="2"/>`)
-    parts.push(`<text ${labelAt(x(m.atMs) + 4, x(m.atMs) - 4)} y="${laneY('worker') + 10}" fill="#d62728">⚡ ${escape(m.text)}</text>`)
-  }
-  if (h.aborted || h.outcome === 'aborted' || h.outcome === 'failed') {
-    const at = end
-    const text = h.aborted ? `abort after ${h.aborted.afterStep}` : `${h.outcome} at ${h.failure?.step}`
-    parts.push(`<text class="abort" ${labelAt(x(at) + 4, x(at) - 4)} y="${laneY('worker') + 22}" fill="#d62728">✖ ${escape(text)}</text>`)
-  }
   const failure = h.failure ? `<div class="failure">${escape(h.failure.message)}</div>` : ''
-  return `<svg class="handover" xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${ROW_HEIGHT}" viewBox="0 0 ${WIDTH} ${ROW_HEIGHT}">${parts.join('')}</svg>${failure}`
+  const recovery = h.recoveryFailure ? `<div class="failure">${escape(h.recoveryFailure)}</div>` : ''
+  return `<section data-handover="${escape(h.migrationId)}">
+<h2 class="${good(h) ? '' : 'failed'}">${escape(title.join(' · '))}</h2>
+${waterfall('handover', 'step', rows, start, end, overlays)}${failure}${recovery}
+</section>`
 }
 
-/** A label starting at `start`, or near the right edge one ending at `end`, so it stays in view. */
-function labelAt(start, end) {
-  return start > WIDTH - 180 ? `x="${end}" text-anchor="end"` : `x="${start}"`
+/** The grid: a header row (column names, the axis) and a row per entry, their bars in one SVG. */
+function waterfall(svgClass, what, rows, start, end, overlays) {
+  const { ticks, domainEnd } = axis(Math.max(end - start, 0))
+  const x = (ms) => ((ms - start) / Math.max(domainEnd, 1e-6)) * SPAN
+  const height = rows.length * ROW_PX
+  const cells = [
+    `<div class="cell label head">${what}</div><div class="cell side head">${what === 'step' ? 'side' : 'outcome'}</div><div class="cell duration head">time</div>`,
+    `<div class="cell axis">${ticks
+      .map((t, i) => `<span class="${i === 0 ? 'first' : i === ticks.length - 1 ? 'last' : ''}" style="left:${(t / domainEnd) * 100}%">${ms(t, true)}</span>`)
+      .join('')}</div>`,
+  ]
+  const graphics = [
+    ...ticks.map((t) => `<line class="tick" x1="${x(start + t)}" x2="${x(start + t)}" y1="0" y2="${height}" stroke="#e2e2e2" vector-effect="non-scaling-stroke"/>`),
+    ...overlays.map((o) => o(x, height)),
+  ]
+  rows.forEach((r, i) => {
+    const cls = r.className ?? ''
+    cells.push(
+      `<div class="cell label ${cls}" title="${escape(r.label)}">${escape(r.label)}</div><div class="cell side ${cls}">${escape(r.side)}</div><div class="cell duration ${cls}">${escape(r.duration)}</div>`,
+    )
+    if (cls === 'zoom-row') graphics.push(`<rect x="0" y="${i * ROW_PX}" width="${SPAN}" height="${ROW_PX}" fill="#fff6d6"/>`)
+    graphics.push(...r.draw(x).map((g) => g.replaceAll('y="Y"', `y="${i * ROW_PX + 5}"`)))
+  })
+  cells.push(
+    `<div class="chart" style="grid-row: 2 / span ${rows.length}"><svg class="${svgClass}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${SPAN} ${height}" preserveAspectRatio="none" height="${height}">${graphics.join('')}</svg></div>`,
+  )
+  return `<div class="waterfall">${cells.join('')}</div>`
+}
+
+/** Ticks at a round step, at most MAX_TICKS intervals; the domain ends on the last tick. */
+function axis(spanMs) {
+  const span = Math.max(spanMs, 0.001)
+  const magnitude = 10 ** Math.floor(Math.log10(span / MAX_TICKS))
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => Math.ceil(span / s - 1e-9) <= MAX_TICKS)
+  const intervals = Math.max(1, Math.ceil(span / step - 1e-9))
+  return { ticks: Array.from({ length: intervals + 1 }, (_, i) => i * step), domainEnd: intervals * step }
+}
+
+function bar(left, right, colour, title) {
+  return `<rect x="${left}" y="Y" width="${width(left, right)}" height="${ROW_PX - 10}" fill="${colour}"><title>${escape(title)}</title></rect>`
+}
+
+function waitBar(left, right, w) {
+  const title = `waited ${w.latencyMs.toFixed(1)} ms for the ${w.side} ${w.waitingFor === 'return' ? 'to come back' : 'to answer'} at ${w.step}${w.timedOut ? ': it did not' : ''}`
+  return `<rect class="wait" x="${left}" y="Y" width="${width(left, right)}" height="${ROW_PX - 10}" fill="#bbb" stroke="${w.timedOut ? '#d62728' : '#666'}" stroke-dasharray="4 2" vector-effect="non-scaling-stroke"><title>${escape(title)}</title></rect>`
+}
+
+/** A mark where something struck: a red bar the height of the row, a few pixels wide. */
+function mark(at, title) {
+  return `<rect class="mark" x="${Math.min(Math.max(at - 2, 0), SPAN - 4)}" y="Y" width="4" height="${ROW_PX - 10}" fill="#d62728"><title>${escape(title)}</title></rect>`
+}
+
+/** A bar's width in chart units: never so thin that it disappears. */
+function width(left, right, min = 3) {
+  return Math.max(right - left, min)
+}
+
+function startOf(h) {
+  return h.startedAtMs ?? h.steps[0]?.startedAtMs ?? 0
+}
+
+function good(h) {
+  return (h.ok || h.recovered === true) && h.outcome !== 'interrupted'
+}
+
+function ms(value, tick = false) {
+  if (value === undefined) return ''
+  if (value >= 1000) return `${(value / 1000).toFixed(tick ? (value % 1000 === 0 ? 0 : 2) : 2)} s`
+  return `${tick ? +value.toFixed(2) : value.toFixed(1)} ms`
 }
 
 function escape(text) {

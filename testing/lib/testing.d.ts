@@ -212,11 +212,31 @@ export interface HandoverStep {
   payload: unknown
 }
 
+/** A time the worker spent waiting that no completed step covers: for a participant that
+ *  disappeared to come back (`return`), or for an answer that never came (`answer`, timed out). */
+export interface HandoverWait {
+  /** The step it happened in. */
+  step: HandoverStepName
+  /** Whom it waited for. */
+  side: 'source' | 'target'
+  waitingFor: 'return' | 'answer'
+  /** On the worker's clock. */
+  startedAtMs: number
+  latencyMs: number
+  /** It ended the handover: the participant did not come back, or the step stalled. */
+  timedOut: boolean
+}
+
 export interface HandoverTimeline {
   migrationId: string
+  /** When runHandover began, on the worker's clock. */
+  startedAtMs: number
   /** The steps completed, in order. */
   steps: HandoverStep[]
-  /** From the first step's start to the last step's end. */
+  /** The waits, in order. */
+  waits: HandoverWait[]
+  /** From `startedAtMs` to the end of the last step, wait or abort: on a failure, to the moment
+   *  it failed. */
   totalMs: number
   /** Set when `abortAfter` aborted the migration. */
   aborted?: { afterStep: HandoverStepName; reason: string }

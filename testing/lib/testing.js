@@ -316,8 +316,13 @@ async function runHandover(opts) {
   if (onEvent !== undefined && typeof onEvent !== 'function') throw new TypeError('runHandover: `onEvent` must be a function')
   const sourceInstance = instanceOf(source ?? worker.env(), 'runHandover source')
   const migrationId = String(requestedId ?? kit.nextMigrationId())
-  const timeline = { migrationId, steps: [], totalMs: 0 }
+  // Every span of the handover is in the timeline: the steps completed, and each wait (for a
+  // participant to come back, for an answer that never came), so totalMs is the time it took.
+  const timeline = { migrationId, startedAtMs: kit.nowMs(), steps: [], waits: [], totalMs: 0 }
   if (faults.length > 0) timeline.faults = []
+  const endAt = (atMs) => {
+    timeline.totalMs = Math.max(timeline.totalMs, atMs - timeline.startedAtMs)
+  }
   const sides = { source: { instance: sourceInstance, connection: undefined }, target: { instance: undefined, connection: undefined } }
   const watched = () => [sides.source.connection, sides.target.connection].filter((c) => c !== undefined)
 
@@ -330,6 +335,7 @@ async function runHandover(opts) {
   }
 
   function fail(step, kind, detail) {
+    endAt(kit.nowMs())
     if (kind !== 'refused') {
       try {
         kit.send('abort', migrationId, `runHandover: step '${step}' ${kind === 'stalled' ? 'stalled' : 'failed'}`)
@@ -354,15 +360,23 @@ async function runHandover(opts) {
 
   // The worker waits for a participant that disappeared (a crash, a drop, its own restart) to
   // come back within the step timeout; resolves with its new connection's hello-ack.
-  async function comeBack(step, who, afterSeq, why) {
+  async function comeBack(step, who, afterSeq, why, sinceAtMs) {
+    const wait = { step, side: who, waitingFor: 'return', startedAtMs: sinceAtMs, latencyMs: 0, timedOut: false }
+    timeline.waits.push(wait)
     const back = await kit.until(
       () => {
         const ack = worker.sent.findLast((r) => r.seq > afterSeq && sameInstance(r, sides[who].instance) && r.frame.type === 'hello-ack')
         return ack && !worker.closes.some((c) => c.connection === ack.connection) ? ack : undefined
       },
-      () => fail(step, 'closed', `${why} and it did not come back within ${stepTimeoutMs} ms`),
+      () => {
+        wait.timedOut = true
+        wait.latencyMs = kit.nowMs() - sinceAtMs
+        return fail(step, 'closed', `${why} and it did not come back within ${stepTimeoutMs} ms`)
+      },
       stepTimeoutMs,
     )
+    wait.latencyMs = back.atMs - sinceAtMs
+    endAt(back.atMs)
     sides[who].connection = back.connection
     emit({ type: 'reconnected', side: who, step, atMs: back.atMs })
     return back
@@ -374,15 +388,21 @@ async function runHandover(opts) {
   // is asked afresh (a client never holds an answer to one).
   async function answer(step, side, sentType, since, answers) {
     let from = since
+    let cameBack = false
     for (;;) {
+      const waitingSinceMs = kit.nowMs()
       const outcome = await kit.until(
         () => kit.settled(from, watched(), sides[side].connection, answers),
-        () =>
-          fail(
-            step,
-            'stalled',
-            `the ${side} sent no ${answers.map((a) => `'${a}'`).join(' or ')} within ${stepTimeoutMs} ms of '${sentType}' (${HINTS[step]})`,
-          ),
+        () => {
+          timeline.waits.push({ step, side, waitingFor: 'answer', startedAtMs: waitingSinceMs, latencyMs: kit.nowMs() - waitingSinceMs, timedOut: true })
+          const wanted = answers.map((a) => `'${a}'`).join(' or ')
+          // A side that came back after the frame is a reconnected client (which sends a report it
+          // held) or a restarted instance, which never received the frame: the hint would mislead.
+          const why = cameBack
+            ? `the ${side} went away after '${sentType}' and came back, but sent no ${wanted} within ${stepTimeoutMs} ms (a reconnected client sends a report it held; a restarted instance never received '${sentType}')`
+            : `the ${side} sent no ${wanted} within ${stepTimeoutMs} ms of '${sentType}' (${HINTS[step]})`
+          return fail(step, 'stalled', why)
+        },
         stepTimeoutMs,
       )
       if (outcome.answer) {
@@ -392,8 +412,9 @@ async function runHandover(opts) {
       if (outcome.closed?.code !== CLOSE_ABNORMAL) throw failure(step, outcome)
       const who = sideOf(outcome.closed)
       emit({ type: 'disconnected', side: who, step, atMs: outcome.closed.atMs })
-      await comeBack(step, who, outcome.closed.seq, trouble(outcome, `the ${who}`))
+      await comeBack(step, who, outcome.closed.seq, trouble(outcome, `the ${who}`), outcome.closed.atMs)
       from = outcome.closed.seq
+      if (who === side) cameBack = true
       if (who === side && sentType === 'get-state') {
         from = kit.seq()
         deliver(step, side, 'get-state', undefined)
@@ -404,7 +425,7 @@ async function runHandover(opts) {
   function complete(step, side, sent, received, startedAtMs, endedAtMs, payload) {
     const done = { step, side, sent, received, startedAtMs, latencyMs: endedAtMs - startedAtMs, payload }
     timeline.steps.push(done)
-    timeline.totalMs = endedAtMs - timeline.steps[0].startedAtMs
+    endAt(endedAtMs)
     emit({ type: 'step', ...done })
   }
 
@@ -422,7 +443,8 @@ async function runHandover(opts) {
   // the step's faults, and waits for the answer.
   async function exchange(step, side, type, body, answers) {
     if (!kit.isConnected(sides[side].instance)) {
-      await comeBack(step, side, kit.seq() - 1, `the ${side} is not connected`)
+      emit({ type: 'disconnected', side, step, atMs: kit.nowMs() })
+      await comeBack(step, side, kit.seq() - 1, `the ${side} is not connected`, kit.nowMs())
     }
     const since = kit.seq()
     deliver(step, side, type, body)
@@ -467,8 +489,10 @@ async function runHandover(opts) {
       () => new HandoverError(`runHandover ${migrationId}: the abort after '${step}' was not sent within ${stepTimeoutMs} ms`, { migrationId, step, kind: 'closed', timeline }),
       stepTimeoutMs,
     )
+    const atMs = kit.nowMs()
     timeline.aborted = { afterStep: step, reason }
-    emit({ type: 'aborted', afterStep: step, reason, atMs: kit.nowMs() })
+    endAt(atMs)
+    emit({ type: 'aborted', afterStep: step, reason, atMs })
     return true
   }
 
@@ -502,14 +526,17 @@ async function runHandover(opts) {
         const ack = worker.sent.find((r) => targetNamed(r) && r.frame.type === 'hello-ack')
         return (ack && { ack }) ?? kit.settled(from, watched(), undefined, [])
       },
-      () => fail('launch', 'stalled', `the target did not connect within ${stepTimeoutMs} ms (${HINTS.launch})`),
+      () => {
+        timeline.waits.push({ step: 'launch', side: 'target', waitingFor: 'answer', startedAtMs: launchedAtMs, latencyMs: kit.nowMs() - launchedAtMs, timedOut: true })
+        return fail('launch', 'stalled', `the target did not connect within ${stepTimeoutMs} ms (${HINTS.launch})`)
+      },
       stepTimeoutMs,
     )
     if (launched.ack) break
     // The source disappeared while the target was starting: wait for it, as the worker does.
     if (launched.closed?.code !== CLOSE_ABNORMAL) throw failure('launch', launched)
     emit({ type: 'disconnected', side: 'source', step: 'launch', atMs: launched.closed.atMs })
-    await comeBack('launch', 'source', launched.closed.seq, trouble(launched, 'the source'))
+    await comeBack('launch', 'source', launched.closed.seq, trouble(launched, 'the source'), launched.closed.atMs)
     from = launched.closed.seq
   }
   sides.target.connection = launched.ack.connection
