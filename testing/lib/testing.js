@@ -150,7 +150,7 @@ async function startTestWorker(opts) {
     )
     if (outcome.answer) {
       const frame = outcome.answer.frame
-      return frame.type === 'state' ? { state: frame.payload } : { refused: frame.reason }
+      return frame.type === 'state' ? { type: 'state', state: frame.payload } : { type: 'state-refused', refused: frame.reason }
     }
     throw new Error(`propose ${migrationId}: ${trouble(outcome, name(to))} before it answered`)
   }
