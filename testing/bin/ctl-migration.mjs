@@ -2,7 +2,7 @@
 // ctl-migration: hands any product that speaks the job socket over from the command line, with
 // the worker simulator of the testing kit, under the faults production meets. See docs/cli.md.
 //
-//   npx @norskvideo/ctl-migration handover [options] -- <command> [args…]
+//   npx ctl-migration handover [options] -- <command> [args…]
 import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'

@@ -1,5 +1,5 @@
 'use strict'
-// The testing kit, `@norskvideo/ctl-migration/testing`: a worker simulator on loopback (Rust, its
+// The testing kit, `@norskvideo/ctl-migration-testing`: a worker simulator on loopback (Rust, its
 // own addon: crates/simulator) that enforces the real worker's rules and records everything it
 // sees, and `runHandover`, which drives a whole handover between two products as the worker does.
 // Everything here waits on the simulator's events, each wait bounded by a deadline.
