@@ -1,6 +1,7 @@
-/// <reference types="node" />
 // @norskvideo/ctl-migration: the job side of a Norsk worker's job socket — a native drop-in
-// for `@norskvideo/ctl-sdk/migration`. Same exports, same types, same behaviour on the wire.
+// for `@norskvideo/ctl-sdk/migration`. Same exports, same behaviour on the wire; its types
+// accept what the reference's accept, need no `@types/node`, and let every option be
+// `undefined` under `exactOptionalPropertyTypes`.
 
 /** A source's "no" to the propose. Return it from `onGetState` (build it with
  *  {@link stateRefusal}); the worker receives `state-refused` with `reason` and the migration
@@ -16,9 +17,13 @@ export declare function stateRefusal(reason: string): StateRefusal
 /** True for a value shaped like a {@link StateRefusal}. */
 export declare function isStateRefusal(value: unknown): value is StateRefusal
 
-/** The product's side of a handover. Every handler is optional and is called with `this` set to
- *  the handlers object; a handler may return a Promise, which is awaited. Whatever a handler
- *  throws or rejects with is logged, never rethrown. */
+/** A handler's type, checked as a method's is (its parameters bivariantly), as the reference
+ *  declares its handlers: a product's `onInitialState(state: MyState)` is accepted. */
+type Handler<Args extends unknown[], Result> = { bivarianceHack(...args: Args): Result }['bivarianceHack']
+
+/** The product's side of a handover. Every handler is optional (absent or `undefined`) and is
+ *  called with `this` set to the handlers object; a handler may return a Promise, which is
+ *  awaited. Whatever a handler throws or rejects with is logged, never rethrown. */
 export interface MigrationHandlers {
   /** Source, first step of every handover (the propose). Return what a target needs to take
    *  over — any JSON value; `undefined` or `null` accepts with nothing to hand over — or a
@@ -26,35 +31,37 @@ export interface MigrationHandlers {
    *  worker: if this handler is missing it declines on the product's behalf, naming it. A
    *  product that answers from elsewhere can call `reportState` / `refuseState` while this
    *  handler runs; its return value is then ignored. */
-  onGetState?(migrationId: string): unknown | Promise<unknown>
+  onGetState?: Handler<[migrationId: string], unknown | Promise<unknown>> | undefined
   /** Target, right after the hello-ack when the source handed state over: adopt `payload`
    *  before calling `reportReady`. Nothing is sent back for it. */
-  onInitialState?(payload: unknown, migrationId: string): void | Promise<void>
+  onInitialState?: Handler<[payload: unknown, migrationId: string], void | Promise<void>> | undefined
   /** Source: the target is ready at the position in `payload`. Stop output at or after it,
    *  then call `reportStoppedOutput`. */
-  onCutoverReady?(payload: unknown, migrationId: string): void | Promise<void>
+  onCutoverReady?: Handler<[payload: unknown, migrationId: string], void | Promise<void>> | undefined
   /** Target: the source stopped at the position in `payload`. Take over from there, then call
    *  `reportApplied`. */
-  onCutoverApply?(payload: unknown, migrationId: string): void | Promise<void>
+  onCutoverApply?: Handler<[payload: unknown, migrationId: string], void | Promise<void>> | undefined
   /** Either side: the migration was abandoned. A source resumes output; a target expects to
    *  be stopped. */
-  onAbort?(reason: string, migrationId: string): void | Promise<void>
+  onAbort?: Handler<[reason: string, migrationId: string], void | Promise<void>> | undefined
   /** Called after every hello-ack, once `role` and `migrationId` are up to date and any report
    *  held while disconnected has been sent. The place to `reportReady` as a target. (Not in the
    *  JavaScript client: there the role is only known after the ack, with no event for it.) */
-  onConnected?(role: 'source' | 'target', migrationId: string | undefined): void | Promise<void>
+  onConnected?: Handler<[role: 'source' | 'target', migrationId: string | undefined], void | Promise<void>> | undefined
 }
 
 /** What `reportApplied` may tell the worker about the handover. */
 export interface AppliedSummary {
   /** Ids of the participants that applied their part. */
-  applied?: string[]
+  applied?: string[] | undefined
   /** Participants that could not apply their part, and why. */
-  failed?: { id: string; reason: string }[]
+  failed?: { id: string; reason: string }[] | undefined
   /** How far apart, in milliseconds, the source's stop and the target's start were. */
-  skewMs?: number
+  skewMs?: number | undefined
 }
 
+/** What `connectMigration` returns: the instance's role and connection, and the calls by which
+ *  the product answers the worker. A client with role `"none"` (no job socket) does nothing. */
 export interface MigrationClient {
   /** `"target"` when the worker's hello-ack named this instance as a migration target,
    *  `"source"` for every other connected instance (any of which may be asked to hand over),
@@ -98,39 +105,41 @@ export interface MigrationSocket {
 /** A socket class: constructed with the worker's URL. */
 export type MigrationSocketCtor = new (url: string) => MigrationSocket
 
+/** `connectMigration`'s third argument. Each option may be absent or `undefined`, which means its
+ *  default. */
 export interface ConnectMigrationOptions {
   /** Use this socket class instead of the native transport: a test's fake socket, or a
    *  runtime's own WebSocket. */
-  WebSocket?: MigrationSocketCtor
+  WebSocket?: MigrationSocketCtor | undefined
   /** First reconnect delay in ms (default 1000); doubles after each failed attempt. */
-  reconnectMinMs?: number
+  reconnectMinMs?: number | undefined
   /** Longest reconnect delay in ms (default 30000). */
-  reconnectMaxMs?: number
+  reconnectMaxMs?: number | undefined
   /** Each reconnect delay d is drawn uniformly from [d·(1 − j), d], so that the products of a
    *  restarted worker do not all come back at once. Default 0.2 on the native transport, 0 (the
    *  exact schedule) with `WebSocket`. The backoff resets only after a hello-ack. */
-  reconnectJitter?: number
+  reconnectJitter?: number | undefined
   /** Native transport: ping the worker this often, in ms (default 15000; 0 disables). A
    *  connection with no frame and no pong for twice this long is declared dead, closed and
    *  reconnected — a frozen worker or a half-open network is found this way. */
-  heartbeatMs?: number
+  heartbeatMs?: number | undefined
   /** Native transport: the TCP connect, the WebSocket upgrade and the hello-ack must all
    *  complete within this many ms (default 10000; 0 disables), else the attempt counts as
    *  failed and backs off. */
-  connectTimeoutMs?: number
+  connectTimeoutMs?: number | undefined
   /** Receives one line per event. Default: `console.error` with the prefix `[migration] `. */
-  log?: (line: string) => void
+  log?: ((line: string) => void) | undefined
   /** The product's name in refusals the client makes for it. Default: `NORSK_RUNTIME_ID` from
    *  the env, else "this product". */
-  name?: string
+  name?: string | undefined
 }
 
 /** Connects to the worker named by `NORSK_WORKER_WS_URL` with `NORSK_WORKER_TOKEN` (from `env`,
- *  default `process.env`). Without both, returns a client with role `"none"` whose methods do
- *  nothing, so a product can call this unconditionally. */
+ *  default `process.env`, which fits its type). Without both, returns a client with role
+ *  `"none"` whose methods do nothing, so a product can call this unconditionally. */
 export declare function connectMigration(
   handlers: MigrationHandlers,
-  env?: NodeJS.ProcessEnv,
+  env?: Record<string, string | undefined>,
   opts?: ConnectMigrationOptions,
 ): MigrationClient
 
@@ -146,30 +155,53 @@ export declare const channels: {
 }
 
 /** On `ctl-migration:connection`: a connect attempt begins, is acknowledged, ends, or the
- *  product closed the client. */
-export interface ConnectionMessage {
-  /** Unique to each `connectMigration` call in the process. */
-  client: number
-  event: 'connecting' | 'connected' | 'disconnected' | 'closed'
-  /** The connect attempt this is about, counted from 1 over the client's life. */
-  attempt: number
-  /** `connected`: the role the hello-ack gave. */
-  role?: 'source' | 'target'
-  /** `connected` and `disconnected`: the client's migration at the time. */
-  migrationId?: string
-  /** `disconnected` by a close frame: its code (1005 when it had none). Absent when the socket
-   *  failed without one (a refused connect, an error, a stall, a failed send). */
-  code?: number
-  /** `disconnected`: the close frame's reason, else what went wrong. */
-  reason?: string
-  /** `disconnected`: the delay before the next attempt; absent when there will be none (after
-   *  4409, or once closed). */
-  retryInMs?: number
-}
+ *  product closed the client; `event` says which. */
+export type ConnectionMessage =
+  | {
+      /** Unique to each `connectMigration` call in the process. */
+      client: number
+      /** A connect attempt begins. */
+      event: 'connecting'
+      /** The connect attempt, counted from 1 over the client's life. */
+      attempt: number
+    }
+  | {
+      client: number
+      /** The worker acknowledged the hello. */
+      event: 'connected'
+      attempt: number
+      /** The role the hello-ack gave. */
+      role: 'source' | 'target'
+      /** The client's migration at the time. */
+      migrationId?: string
+    }
+  | {
+      client: number
+      /** The attempt's socket ended. */
+      event: 'disconnected'
+      attempt: number
+      /** By a close frame: its code (1005 when it had none). Absent when the socket failed without
+       *  one (a refused connect, an error, a stall, a failed send). */
+      code?: number
+      /** The close frame's reason, else what went wrong. */
+      reason: string
+      /** The delay before the next attempt; absent when there will be none (after 4409, or once
+       *  closed). */
+      retryInMs?: number
+      /** The client's migration at the time. */
+      migrationId?: string
+    }
+  | {
+      client: number
+      /** `close()`: nothing more will be sent or tried. */
+      event: 'closed'
+      attempt: number
+    }
 
 /** On `ctl-migration:frame`: a frame handed to the socket (`out`), or received and taken in
  *  (`in`; frames ignored before the hello-ack are not). Never its content. */
 export interface FrameMessage {
+  /** Unique to each `connectMigration` call in the process. */
   client: number
   direction: 'in' | 'out'
   /** The frame's `type`: `hello`, `hello-ack`, `get-state`, `state`, … */
@@ -181,27 +213,41 @@ export interface FrameMessage {
   bytes: number
 }
 
+/** The reports, and the answers to the propose, that `ctl-migration:report` follows. */
+type ReportType = 'state' | 'state-refused' | 'target-ready' | 'source-stopped-output' | 'target-applied' | 'abort'
+
 /** On `ctl-migration:report`: what became of a report (`target-ready`, `source-stopped-output`,
- *  `target-applied`, `abort`) or of an answer to the propose (`state`, `state-refused`). */
-export interface ReportMessage {
-  client: number
-  type: 'state' | 'state-refused' | 'target-ready' | 'source-stopped-output' | 'target-applied' | 'abort'
-  /** `sent`: handed to the socket. `confirmed` (native transport only): the worker proved it
-   *  read the report (D13). `held`: made while disconnected, or sent on a connection that ended
-   *  before it was confirmed (D13); kept, and sent right after the next hello-ack.
-   *  `superseded`: a held or unconfirmed report replaced by a newer one (published for the
-   *  older). `dropped`: never to be sent, see `reason`. */
-  outcome: 'sent' | 'confirmed' | 'held' | 'superseded' | 'dropped'
-  migrationId?: string
-  /** `dropped`: `closed`, `no get-state in flight`, `get-state already answered` or
-   *  `disconnected` (a propose answer is never held). */
-  reason?: 'closed' | 'no get-state in flight' | 'get-state already answered' | 'disconnected'
-}
+ *  `target-applied`, `abort`) or of an answer to the propose (`state`, `state-refused`);
+ *  `outcome` says which, and only `dropped` has a `reason`. */
+export type ReportMessage =
+  | {
+      /** Unique to each `connectMigration` call in the process. */
+      client: number
+      type: ReportType
+      /** `sent`: handed to the socket. `confirmed` (native transport only): the worker proved it
+       *  read the report (D13). `held`: made while disconnected, or sent on a connection that
+       *  ended before it was confirmed (D13); kept, and sent right after the next hello-ack.
+       *  `superseded`: a held or unconfirmed report replaced by a newer one (published for the
+       *  older). */
+      outcome: 'sent' | 'confirmed' | 'held' | 'superseded'
+      migrationId?: string
+    }
+  | {
+      client: number
+      type: ReportType
+      /** Never to be sent, see `reason`. */
+      outcome: 'dropped'
+      migrationId?: string
+      /** `closed`, `no get-state in flight`, `get-state already answered` or `disconnected` (a
+       *  propose answer is never held). */
+      reason: 'closed' | 'no get-state in flight' | 'get-state already answered' | 'disconnected'
+    }
 
 /** The context of the `ctl-migration:handler` TracingChannel, around every handler call:
  *  `start` / `end`, `asyncStart` / `asyncEnd` when it returned a Promise, `error` for a throw or
  *  a rejection. */
 export interface HandlerTraceContext {
+  /** Unique to each `connectMigration` call in the process. */
   client: number
   handler: 'onGetState' | 'onInitialState' | 'onCutoverReady' | 'onCutoverApply' | 'onAbort' | 'onConnected'
   /** Absent only for an `onConnected` with no migration. */

@@ -247,7 +247,7 @@ describe('frames', () => {
     const answered = w.propose('m1')
     await job.frame('get-state')
     job.send({ type: 'state', payload: 1 })
-    expect(await answered).toEqual({ state: 1 })
+    expect(await answered).toEqual({ type: 'state', state: 1 })
     job.send({ type: 'state', payload: 2 })
     expect((await job.closedWith()).code).toBe(4400)
   })
@@ -314,7 +314,7 @@ describe('instances', () => {
     const proposed = w.propose('m1')
     await newer.frame('get-state')
     newer.send({ type: 'state', payload: null })
-    expect(await proposed).toEqual({ state: null })
+    expect(await proposed).toEqual({ type: 'state', state: null })
     expect(w.violations).toEqual([])
   })
 

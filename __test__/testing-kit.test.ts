@@ -184,7 +184,7 @@ describe('a counter hands over', () => {
 
   test('propose right after connectMigration waits for the instance to connect', async () => {
     new Counter(worker.env(), { live: true })
-    expect(await worker.propose('m1')).toEqual({ state: { next: 0 } })
+    expect(await worker.propose('m1')).toEqual({ type: 'state', state: { next: 0 } })
   })
 
   test('propose to an instance that never connects fails, naming it, when its timeout ends', async () => {
@@ -193,10 +193,10 @@ describe('a counter hands over', () => {
 
   test('propose answers with the state, or the refusal', async () => {
     await liveSource()
-    expect(await worker.propose('m1')).toEqual({ state: { next: 0 } })
+    expect(await worker.propose('m1')).toEqual({ type: 'state', state: { next: 0 } })
     const refusing = new Counter(worker.env('job', 'busy'), { live: true, refuse: 'busy' })
     await worker.waitForConnection(worker.env('job', 'busy'))
-    expect(await worker.propose('m2', { to: { jobId: 'job', role: 'busy' } })).toEqual({ refused: 'busy' })
+    expect(await worker.propose('m2', { to: { jobId: 'job', role: 'busy' } })).toEqual({ type: 'state-refused', refused: 'busy' })
     expect(refusing.client.migrationId).toBeUndefined()
   })
 

@@ -85,16 +85,17 @@ function fields(message, keys) {
 
 /** @param {number} client @param {Extract<JsAction, { kind: 'Connection' }>} note */
 function connection(client, note) {
-  /** @type {import('../index.js').ConnectionMessage} */
-  const message = { client, event: /** @type {any} */ (note.event), attempt: note.attempt }
-  if (note.role != null) message.role = /** @type {'source' | 'target'} */ (note.role)
+  // Which fields the note has is what its `event` makes it (index.d.ts's union, one case each).
+  /** @type {Record<string, unknown>} */
+  const message = { client, event: note.event, attempt: note.attempt }
+  if (note.role != null) message.role = note.role
   if (note.migrationId != null) message.migrationId = note.migrationId
   if (note.code != null) message.code = note.code
   if (note.reason != null) message.reason = note.reason
   if (note.retryInMs != null) message.retryInMs = note.retryInMs
   publish(
     connectionChannel,
-    message,
+    /** @type {import('../index.js').ConnectionMessage} */ (/** @type {unknown} */ (message)),
     (m) => `client ${m.client} ${m.event}${fields(m, ['attempt', 'role', 'migrationId', 'code', 'reason', 'retryInMs'])}`,
   )
 }
@@ -110,11 +111,12 @@ function frame(client, note) {
 
 /** @param {number} client @param {Extract<JsAction, { kind: 'Report' }>} note */
 function report(client, note) {
-  /** @type {import('../index.js').ReportMessage} */
-  const message = { client, type: /** @type {any} */ (note.reportType), outcome: /** @type {any} */ (note.outcome) }
+  // Only a `dropped` note has a reason (index.d.ts's union).
+  /** @type {Record<string, unknown>} */
+  const message = { client, type: note.reportType, outcome: note.outcome }
   if (note.migrationId != null) message.migrationId = note.migrationId
-  if (note.reason != null) message.reason = /** @type {any} */ (note.reason)
-  publish(reportChannel, message, (m) => `client ${m.client} report ${m.type} ${m.outcome}${fields(m, ['migrationId', 'reason'])}`)
+  if (note.reason != null) message.reason = note.reason
+  publish(reportChannel, /** @type {import('../index.js').ReportMessage} */ (/** @type {unknown} */ (message)), (m) => `client ${m.client} report ${m.type} ${m.outcome}${fields(m, ['migrationId', 'reason'])}`)
 }
 
 // ── handler calls ─────────────────────────────────────────────────────────────────────────────

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The real install path: what a product gets from `npm install @norskvideo/ctl-migration`.
-# Packs the root package (checking that a plain `npm pack` of the repository installs as it is),
-# then as it is published (the platform packages added as optional dependencies, as `napi
-# prepublish` does) and this host's platform package; checks the published manifest with
-# `publint --strict` and `attw` (every module resolution); installs both from the tarballs into a
-# fresh product directory outside the repository, with no Rust toolchain on PATH (no install may
-# print EBADENGINE), and there:
+# The real install path: what a product gets from `npm install @norskvideo/ctl-migration` and
+# `npm install --save-dev @norskvideo/ctl-migration-testing`. Packs both packages (checking that a
+# plain `npm pack` of each installs as it is), then as they are published (the platform packages
+# added as optional dependencies, as `napi prepublish` does) and this host's platform package of
+# each; checks every one with `publint --strict`, and both with `attw` (every module
+# resolution); installs the four from the tarballs into a fresh product directory outside the
+# repository, with no Rust toolchain on PATH (no install may print EBADENGINE), and there:
 #   - runs a handover against the testing kit as an ESM product and as a CJS product,
 #   - runs the smoke suite (ESM import, CJS require, connect, handover, reconnect, close, exit,
 #     worker threads) against the installed copy,
@@ -14,8 +14,13 @@
 #     node16, nodenext and bundler module resolutions,
 #   - bundles the ESM and the CJS product with esbuild and runs the bundles (no configuration),
 #     a bundle away from node_modules (the error names the flag) and one made with the flag;
-# then installs the root tarball alone with --omit=optional into a second product (what a
-# lockfile from another platform or a platform with no binary gives) and there:
+# then a production install, the client and its platform package alone: nothing else in
+# node_modules (no third-party package, no bin, no simulator), under 3.5 MiB on disk, and it hands
+# over; then, with no @types/node anywhere, a product and its test set-up on both packages
+# type-checked with `tsc --strict --exactOptionalPropertyTypes`, `types: []`, `skipLibCheck`
+# false (smoke/product/strict); then installs the client and the testing package with
+# --omit=optional into another product (what a lockfile from another platform or a platform with
+# no binary gives) and there:
 #   - CJS require, ESM import and the no-op client work, loading nothing native,
 #   - on Node 20 without `ws`, connectMigration says to install it; with `ws`, a real handover
 #     runs on the WebAssembly build; on Node 22 (from the npm registry) the same over the global
@@ -249,6 +254,47 @@ check "no binary for this platform (riscv64): import works, and the client says 
       process.exit(1)
     }
   }'
+
+# ── a production install: the client and its platform package, nothing else ──
+say "production install"
+cd "$TMP/production"
+cp -r "$TMP/product/smoke" smoke
+echo '{ "name": "a-product-in-production", "version": "1.0.0", "private": true }' >package.json
+install "$CLIENT_TGZ" "$CLIENT_PLATFORM_TGZ"
+# shellcheck disable=SC2016 # JavaScript, not shell
+check "production install: the client and its platform package only, no bin, no simulator" node -e '
+  const fs = require("fs"), path = require("path")
+  const packages = []
+  for (const entry of fs.readdirSync("node_modules")) {
+    if (entry.startsWith(".")) continue
+    if (entry.startsWith("@")) for (const name of fs.readdirSync(path.join("node_modules", entry))) packages.push(`${entry}/${name}`)
+    else packages.push(entry)
+  }
+  const want = ["@norskvideo/ctl-migration", "@norskvideo/ctl-migration-'"$PLATFORM"'"]
+  console.error("node_modules:", packages.join(", "))
+  if (JSON.stringify(packages.sort()) !== JSON.stringify(want.sort())) process.exit(1)
+  if (fs.existsSync("node_modules/.bin")) { console.error("a bin:", fs.readdirSync("node_modules/.bin")); process.exit(1) }
+  const simulator = fs.readdirSync("node_modules", { recursive: true }).map(String).filter((f) => /ctl-migration-testing|testing\.js$/.test(f))
+  if (simulator.length) { console.error("test code:", simulator); process.exit(1) }'
+# On disk (du: allocated blocks), as `du -sh node_modules` reports it to whoever sizes an image.
+PRODUCTION_BYTES=$(du -s --block-size=1 node_modules | cut -f1)
+PRODUCTION_APPARENT=$(du -s --apparent-size --block-size=1 node_modules | cut -f1)
+echo "production node_modules: $PRODUCTION_BYTES bytes on disk ($PRODUCTION_APPARENT apparent)" >&2
+# 3.5 MiB (the MB of `du -h`, in which the install with the test tools took 5.5).
+check "production install: under 3.5 MiB on disk ($PRODUCTION_BYTES bytes)" test "$PRODUCTION_BYTES" -lt $((35 * 1024 * 1024 / 10))
+check "production install: hands over (the worker from the product's testing package)" \
+  env KIT_DIR="$TMP/product" node smoke/product/handover.mjs
+
+# ── the types with no @types/node: a product and its test set-up on both packages ──
+say "types without @types/node"
+mkdir -p "$TMP/types"
+cd "$TMP/types"
+cp -r "$TMP/product/smoke" smoke
+echo '{ "name": "a-strictly-typed-product", "version": "1.0.0", "private": true }' >package.json
+install --omit=optional "$CLIENT_TGZ" "$TESTING_TGZ" "typescript@$TYPESCRIPT_VERSION"
+check "no @types/node installed beside the packages" sh -c '! [ -e node_modules/@types/node ]'
+check "tsc --strict --exactOptionalPropertyTypes, types [], skipLibCheck false: a product and its test set-up" \
+  node_modules/.bin/tsc -p smoke/product/strict/tsconfig.json
 
 # ── install without the optional dependencies: the WebAssembly fallback ──────
 say "install --omit=optional"

@@ -137,7 +137,7 @@ const checks = [
         await until(() => product.connected.length >= 2, 'onConnected after the restart')
         assert.equal(product.client.connected, true)
         product.next = 3
-        assert.deepEqual(await worker.propose('after-restart'), { state: { next: 3 } })
+        assert.deepEqual(await worker.propose('after-restart'), { type: 'state', state: { next: 3 } })
       }),
   ],
   [
@@ -171,7 +171,7 @@ const checks = [
         // While connected the client keeps the process alive, with nothing else to do.
         await new Promise((r) => setTimeout(r, 300))
         assert.equal(worker.closes.length, 0, 'still connected')
-        assert.deepEqual(await worker.propose('smoke'), { state: { position: 42 } })
+        assert.deepEqual(await worker.propose('smoke'), { type: 'state', state: { position: 42 } })
         worker.abort('smoke', 'the parent says stop')
         const { facts, code, timedOut, stderr } = await run
         assert.equal(timedOut, false, `the product did not exit by itself after close; stderr: ${stderr}`)

@@ -39,9 +39,10 @@ interface Document {
 }
 
 /** Starts `npx ctl-migration <args>` in the product directory, where the testing package is a
- *  dependency, in its own process group (as a terminal's foreground job). */
-function start(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn('npx', ['--no', 'ctl-migration', ...args], {
+ *  dependency, in its own process group (as a terminal's foreground job). `npx` is how it is run:
+ *  `['--no', 'ctl-migration']` by its bin, or `['-p', package, 'ctl-migration']`. */
+function start(args: string[], env: NodeJS.ProcessEnv = {}, npx = ['--no', 'ctl-migration']) {
+  const child = spawn('npx', [...npx, ...args], {
     cwd: productDir,
     env: { ...process.env, ...env },
     detached: true,
@@ -93,6 +94,12 @@ describe('a clean handover', () => {
     expect(run.stdout).toMatch(/^handover-1 +cutover-apply +target-applied ← target .* \d+\.\d ms$/m)
     expect(run.stdout).toMatch(/^retired +pid \d+ retired \(exit 0\)$/m)
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('ok: 1 handover(s)')
+  })
+
+  test('npx -p @norskvideo/ctl-migration-testing ctl-migration: the same handover, the package named', async () => {
+    const run = await start(['handover', '--json', '--', 'node', 'product.mjs'], {}, ['--no', '-p', '@norskvideo/ctl-migration-testing', 'ctl-migration']).done
+    expect(run.code).toBe(0)
+    expect(json(run).handovers[0]).toMatchObject({ ok: true, outcome: 'completed' })
   })
 
   test('--repeat hands over back and forth, each target the next source', async () => {

@@ -5,12 +5,14 @@
 const { PACKAGE } = require('../addon/platform.js')
 const { builtin, ownRequire } = require('../addon/own-require.js')
 
-/** The runtime's WebSocket, else `ws` (from this package's place, else from the product's
- *  working directory, for strict layouts).
+/** The runtime's WebSocket, else `ws` (from this package's place, else from the product's entry
+ *  script, for strict layouts; never from the working directory, where anyone may put code).
  *  @returns {Function | undefined} */
 function fallbackWebSocket() {
   if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket
-  const finders = [() => ownRequire('ws'), () => builtin('module').createRequire(`${process.cwd()}/package.json`)('ws')]
+  const entry = process.argv[1]
+  const finders = [() => ownRequire('ws')]
+  if (entry) finders.push(() => builtin('module').createRequire(builtin('path').resolve(entry))('ws'))
   for (const find of finders) {
     try {
       const ws = find()

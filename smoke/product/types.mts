@@ -39,6 +39,7 @@ import {
   type JobFrame,
   type JobFrameType,
   type LaunchOptions,
+  type ProposeAnswer,
   type RunHandoverOptions,
   type SendOptions,
   type TargetEnv,
@@ -121,6 +122,8 @@ async function test(): Promise<HandoverTimeline> {
   const url: string = targetEnv.NORSK_WORKER_WS_URL
   const migrationId: string = targetEnv.NORSK_MIGRATION_ID
   const dropped: number = worker.dropConnection(instance).connection
+  const answer: ProposeAnswer = await worker.propose('m0', { to: instance, timeoutMs: 1_000 })
+  const answered: unknown = answer.type === 'state' ? answer.state : answer.refused
   const send: SendOptions = { to: instance }
   const sent: InstanceRef[] = worker.abort('m0', 'never mind', send)
   const wait: WaitOptions = { timeoutMs: 1_000, from: instance }
@@ -134,7 +137,7 @@ async function test(): Promise<HandoverTimeline> {
   const rules: WorkerRule[] = violations.map((v) => v.rule)
   const sentFrames: readonly FrameRecord<WorkerFrame>[] = worker.sent
   const first: WorkerRecord | undefined = connections[0]
-  void [url, migrationId, dropped, sent, token, kind, by, rules, sentFrames, first]
+  void [url, migrationId, dropped, answered, sent, token, kind, by, rules, sentFrames, first]
 
   const faultKind: HandoverFaultKind = 'drop-target'
   const fault: HandoverFault = { kind: faultKind, step: 'cutover-apply' }

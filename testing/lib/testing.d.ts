@@ -1,12 +1,13 @@
-/// <reference types="node" />
-// @norskvideo/ctl-migration/testing: test a product's migration handlers against a worker
-// simulator that enforces the real worker's rules, on loopback, in the test's own process.
+// @norskvideo/ctl-migration-testing: test a product's migration handlers against a worker
+// simulator that enforces the real worker's rules, on loopback, in the test's own process. Its
+// types need no `@types/node`, and every option may be `undefined` under
+// `exactOptionalPropertyTypes`.
 
 import type { AppliedSummary } from '@norskvideo/ctl-migration'
 
 /** The env that makes `connectMigration` connect as one instance: pass it as `env`, or merge it
  *  into a child process's environment. */
-export interface InstanceEnv extends NodeJS.ProcessEnv {
+export interface InstanceEnv extends Record<string, string | undefined> {
   NORSK_WORKER_WS_URL: string
   NORSK_WORKER_TOKEN: string
 }
@@ -35,6 +36,7 @@ export type JobFrame =
   | ({ type: 'target-applied' } & AppliedSummary)
   | { type: 'abort'; reason: string }
 
+/** The `type` of a {@link JobFrame}: what `waitForFrame` waits for. */
 export type JobFrameType = JobFrame['type']
 
 /** A frame the worker sends a job. */
@@ -59,6 +61,7 @@ export interface WorkerRecord {
   role?: string
 }
 
+/** A connection the worker accepted (`worker.connections`). */
 export interface ConnectionRecord extends WorkerRecord {
   /** The upgrade request's path, as sent. */
   path: string
@@ -71,6 +74,7 @@ export interface FrameRecord<F> extends WorkerRecord {
   frame: F
 }
 
+/** A connection that ended (`worker.closes`). */
 export interface CloseRecord extends WorkerRecord {
   code: number
   reason: string
@@ -100,6 +104,7 @@ export type WorkerRule =
   /** 4413: a frame over 64 KiB. */
   | 'frame-too-large'
 
+/** A rule a connection broke, and the close it got for it (`worker.violations`). */
 export interface ViolationRecord extends WorkerRecord {
   path: string
   code: 4400 | 4401 | 4413
@@ -107,29 +112,48 @@ export interface ViolationRecord extends WorkerRecord {
   detail: string
 }
 
+/** How long `waitForFrame` / `waitForClose` wait, and for whose. */
 export interface WaitOptions {
   /** Default 5000. */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Only from this instance. */
-  from?: Instance
+  from?: Instance | undefined
 }
 
+/** Whom a worker's frame goes to. */
 export interface SendOptions {
   /** Send to this instance instead of the migration's participant. */
-  to?: Instance
+  to?: Instance | undefined
 }
 
+/** `startTestWorker`'s options. */
 export interface TestWorkerOptions {
   /** How long a connection may take to send its hello (default 5000, as the worker). */
-  helloTimeoutMs?: number
+  helloTimeoutMs?: number | undefined
 }
 
+/** The instance `launchTarget` makes the target. */
 export interface LaunchOptions {
   /** Default `"test-job"`. */
-  jobId?: string
+  jobId?: string | undefined
   /** Default `"target-<migrationId>"`. */
-  role?: string
+  role?: string | undefined
 }
+
+/** What `propose` resolves with: the source's answer, `type` naming its frame. */
+export type ProposeAnswer =
+  | {
+      /** The source accepted with `state`. */
+      type: 'state'
+      /** What it would hand over (any JSON; `null` for nothing). */
+      state: unknown
+    }
+  | {
+      /** The source refused. */
+      type: 'state-refused'
+      /** Its reason. */
+      refused: string
+    }
 
 /** A worker simulator on 127.0.0.1. It enforces the real worker's rules — the path, a hello with
  *  the instance's token in time (else 4401), schema-valid JSON text frames (else 4400), no
@@ -153,7 +177,7 @@ export interface TestWorker {
   /** Sends `get-state` to `opts.to` (default `test-job` / `main`, which must be connected) and
    *  resolves with the answer. Rejects when no answer comes within `timeoutMs` or the
    *  connection closes first. */
-  propose(migrationId: string, opts?: { to?: Instance; timeoutMs?: number }): Promise<{ state: unknown } | { refused: string }>
+  propose(migrationId: string, opts?: { to?: Instance | undefined; timeoutMs?: number | undefined }): Promise<ProposeAnswer>
   /** Sends `initial-state` to the migration's target. Throws when it is not connected. */
   initialState(migrationId: string, payload: unknown, opts?: SendOptions): InstanceRef[]
   /** Sends `cutover-ready` to the migration's source (the instance proposed to). */
@@ -166,12 +190,12 @@ export interface TestWorker {
    *  one if there is none. */
   waitForFrame<T extends JobFrameType>(type: T, opts?: WaitOptions): Promise<FrameRecord<Extract<JobFrame, { type: T }>>>
   /** Resolves with the oldest close (with `code`, if given) not yet returned by a `waitForClose`. */
-  waitForClose(opts?: WaitOptions & { code?: number }): Promise<CloseRecord>
+  waitForClose(opts?: WaitOptions & { code?: number | undefined }): Promise<CloseRecord>
   /** Resolves once the instance (default `test-job` / `main`) is connected and acknowledged,
    *  and the records show it (its hello and the hello-ack are in `frames` and `sent`). Records
    *  reach JavaScript as events, so a job's client can see its hello-ack slightly before the
    *  worker's records do: wait with `waitFor…` before reading them. */
-  waitForConnection(instance?: Instance, opts?: { timeoutMs?: number }): Promise<void>
+  waitForConnection(instance?: Instance, opts?: { timeoutMs?: number | undefined }): Promise<void>
   readonly connections: readonly ConnectionRecord[]
   /** Every frame the worker accepted: schema-valid (unknown keys dropped) and in phase. A frame
    *  that broke a rule is described in `violations` instead. */
@@ -194,8 +218,10 @@ export interface TestWorker {
 /** Starts a worker simulator on 127.0.0.1 at a free port. */
 export declare function startTestWorker(opts?: TestWorkerOptions): Promise<TestWorker>
 
+/** The steps of a handover, in order. */
 export type HandoverStepName = 'propose' | 'launch' | 'initial-state' | 'cutover-ready' | 'cutover-apply'
 
+/** A completed step of a handover: what the worker sent, what ended it, and how long it took. */
 export interface HandoverStep {
   step: HandoverStepName
   /** Whom the step waited on. */
@@ -227,6 +253,7 @@ export interface HandoverWait {
   timedOut: boolean
 }
 
+/** A handover as `runHandover` saw it. */
 export interface HandoverTimeline {
   migrationId: string
   /** When runHandover began, on the worker's clock. */
@@ -256,6 +283,7 @@ export interface HandoverFault {
   step: HandoverStepName
 }
 
+/** A fault of `faults`, as it struck. */
 export interface FaultRecord extends HandoverFault {
   /** On the worker's clock. */
   atMs: number
@@ -273,29 +301,31 @@ export type HandoverEvent =
   | { type: 'disconnected' | 'reconnected'; side: 'source' | 'target'; step: HandoverStepName; atMs: number }
   | { type: 'aborted'; afterStep: HandoverStepName; reason: string; atMs: number }
 
+/** `runHandover`'s options: the worker, the source, how to launch the target, and what to break. */
 export interface RunHandoverOptions {
+  /** The worker the products are connected to. */
   worker: TestWorker
   /** The source instance (default `test-job` / `main`); its product must be connected. */
-  source?: Instance
+  source?: Instance | undefined
   /** Starts the target product with the env it is given, as the worker launches a target once
    *  the source has handed its state over. May return a Promise. */
   target: (env: TargetEnv) => unknown
   /** Default `handover-<n>`. */
-  migrationId?: string
+  migrationId?: string | undefined
   /** How long each step may take (default 5000). */
-  stepTimeoutMs?: number
+  stepTimeoutMs?: number | undefined
   /** Abort the migration (to both sides) after this step, as the worker does when it gives up. */
-  abortAfter?: HandoverStepName
+  abortAfter?: HandoverStepName | undefined
   /** Faults to inject. After one, the worker does what the real one does when a participant
    *  disappears: it waits for it to come back within the step timeout and goes on (a report
    *  the client held while disconnected completes the step; a propose is asked afresh), else
    *  the handover fails and the migration is aborted. */
-  faults?: HandoverFault[]
+  faults?: HandoverFault[] | undefined
   /** Needed by `kill-source` / `kill-target`: SIGKILL that side's product and, for the source,
    *  start it again with the same env, as a crashed instance is restarted. May return a Promise. */
-  killProduct?: (side: 'source' | 'target') => unknown
+  killProduct?: ((side: 'source' | 'target') => unknown) | undefined
   /** Hears each step start and end, each fault, disconnection and return, as they happen. */
-  onEvent?: (event: HandoverEvent) => void
+  onEvent?: ((event: HandoverEvent) => void) | undefined
 }
 
 /** How a handover failed: `stalled` (a step's answer did not come in time), `protocol` (the

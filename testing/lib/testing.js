@@ -1,5 +1,5 @@
 'use strict'
-// The testing kit, `@norskvideo/ctl-migration/testing`: a worker simulator on loopback (Rust, its
+// The testing kit, `@norskvideo/ctl-migration-testing`: a worker simulator on loopback (Rust, its
 // own addon: crates/simulator) that enforces the real worker's rules and records everything it
 // sees, and `runHandover`, which drives a whole handover between two products as the worker does.
 // Everything here waits on the simulator's events, each wait bounded by a deadline.
@@ -150,7 +150,7 @@ async function startTestWorker(opts) {
     )
     if (outcome.answer) {
       const frame = outcome.answer.frame
-      return frame.type === 'state' ? { state: frame.payload } : { refused: frame.reason }
+      return frame.type === 'state' ? { type: 'state', state: frame.payload } : { type: 'state-refused', refused: frame.reason }
     }
     throw new Error(`propose ${migrationId}: ${trouble(outcome, name(to))} before it answered`)
   }

@@ -1,5 +1,5 @@
 //! The Node-API surface of the worker simulator: one class, `TestWorkerHandle`, which the testing
-//! kit (`lib/testing.js`) wraps. Everything the simulator sees reaches JavaScript through one
+//! kit (`testing/lib/testing.js`) wraps. Everything the simulator sees reaches JavaScript through one
 //! threadsafe function, in order; it is released when the simulator closes.
 
 use crate::event::{Event, EventSink};

@@ -1,4 +1,4 @@
-//! The worker simulator behind `@norskvideo/ctl-migration/testing`, as its own Node addon
+//! The worker simulator behind `@norskvideo/ctl-migration-testing`, as its own Node addon
 //! (`ctl-migration-testing.<platform>.node`), so the production addon carries none of it: the
 //! worker's end of the job socket on loopback, enforcing the real worker's rules (the comments of
 //! the migration-socket schema) and reporting everything it sees.
@@ -11,7 +11,7 @@
 //! - `server`: the I/O: the listener's lifecycle, the accept loop, a task per connection
 //!   (tokio-tungstenite) carrying out the worker's orders.
 //! - [`simulator`]: the handle the binding holds.
-//! - [`binding`]: the Node-API class the testing kit (`lib/testing.js`) wraps.
+//! - [`binding`]: the Node-API class the testing kit (`testing/lib/testing.js`) wraps.
 
 pub mod binding;
 pub mod event;
