@@ -1,6 +1,20 @@
-/// <reference types="node" />
 // @norskvideo/ctl-migration: the job side of a Norsk worker's job socket — a native drop-in
 // for `@norskvideo/ctl-sdk/migration`. Same exports, same types, same behaviour on the wire.
+// These types need no `@types/node`.
+
+declare global {
+  // The `using` protocol's symbols, as `lib.esnext.disposable` and `@types/node` declare them,
+  // for a product whose `lib` has neither (the declarations merge).
+  interface SymbolConstructor {
+    readonly dispose: unique symbol
+    readonly asyncDispose: unique symbol
+  }
+}
+
+/** The environment `connectMigration` reads: `process.env`, or the env the testing kit issues. */
+export interface MigrationEnv {
+  [name: string]: string | undefined
+}
 
 /** A source's "no" to the propose. Return it from `onGetState` (build it with
  *  {@link stateRefusal}); the worker receives `state-refused` with `reason` and the migration
@@ -82,6 +96,8 @@ export interface MigrationClient {
   abort(reason: string): void
   /** Close the socket (1000 "job closing") and stop reconnecting for good. */
   close(): void
+  /** `close()`, for `using client = connectMigration(…)`. (Not in the JavaScript client.) */
+  [Symbol.dispose](): void
 }
 
 /** The part of the WHATWG WebSocket interface the client uses. Node's and Bun's global
@@ -130,7 +146,7 @@ export interface ConnectMigrationOptions {
  *  nothing, so a product can call this unconditionally. */
 export declare function connectMigration(
   handlers: MigrationHandlers,
-  env?: NodeJS.ProcessEnv,
+  env?: MigrationEnv,
   opts?: ConnectMigrationOptions,
 ): MigrationClient
 

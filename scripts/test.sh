@@ -12,6 +12,8 @@ npm run build
 cargo test --workspace
 npx tsc -p tsconfig.json
 npx tsc -p tsconfig.lib.json
+# A product's test code against the public types alone: strict, exactOptionalPropertyTypes, no @types/node.
+npx tsc -p __test__/types/no-node
 npx vitest run
 # ctl-migration, run with npx from the package installed out of packed tarballs; its report test
 # renders the page in headless Chromium from Debian's packages (installed here, as root).
