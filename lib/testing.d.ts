@@ -216,8 +216,8 @@ export interface TestWorker {
    *  frozen connections and hello-ack delays stay. Not during a `runHandover`. */
   reset(): void
   /** Resolves when no frame of `type` (from `from`, if given) is recorded within `withinMs` of
-   *  the call; rejects, naming the frame and when it came, as soon as one is. Frames recorded
-   *  before the call do not count. */
+   *  the call; rejects, naming the frame and when it came, as soon as one is (the error's
+   *  `record` is its record). Frames recorded before the call do not count. */
   expectNoFrame(type: JobFrameType, opts: ExpectNoFrameOptions): Promise<void>
   /** What the worker records from now on, as it records it, for a test that follows along:
    *  `for await (const event of worker.events())`. Ends when the worker closes; `break` stops

@@ -19,7 +19,7 @@ const HANDOVER_STEPS = ['propose', 'launch', 'initial-state', 'cutover-ready', '
 /** What runHandover needs of a worker beyond its public API, by worker. */
 const internals = new WeakMap()
 
-/** Which records go where, by the simulator's event kind, and the type an `events()` item has. */
+/** The `type` of an `events()` item, by the simulator's event kind. */
 const EVENT_TYPES = { Connection: 'connection', Frame: 'frame', Sent: 'sent', SentRaw: 'sent-raw', Violation: 'violation', Close: 'close' }
 
 /** A rule broken under `startTestWorker({ strict: true })`. */
@@ -114,7 +114,7 @@ async function startTestWorker(opts) {
   // rejects with a rule broken. `onTimeout` may resolve instead, by returning `{ resolved }`.
   function until(check, onTimeout, timeoutMs, { strict: strictWait = false } = {}) {
     return new Promise((resolve, reject) => {
-      if (closed) return reject(new Error(`the test worker is closed`))
+      if (closed) return reject(new Error('the test worker is closed'))
       if (strictWait && unreported.length > 0) return reject(new ViolationError([unreported.shift()]))
       let ticket
       const waiter = {
