@@ -5,7 +5,6 @@
 // Everything here waits on the simulator's events, each wait bounded by a deadline timed on the
 // simulator's own thread (its `timer`), so a test's fake timers neither stop nor speed it.
 
-const { isUint8Array } = require('node:util').types
 const { testingAddon } = require('./addon/testing.js')
 
 const DEFAULT_JOB_ID = 'test-job'
@@ -794,6 +793,11 @@ function trouble(outcome, who) {
 
 function payloadJson(payload) {
   return JSON.stringify(payload) ?? 'null'
+}
+
+/** A Uint8Array (a Buffer too) from any realm: a test runner's sandbox has its own globals. */
+function isUint8Array(value) {
+  return ArrayBuffer.isView(value) && Object.prototype.toString.call(value) === '[object Uint8Array]'
 }
 
 function describe(e) {
