@@ -3,6 +3,18 @@
 // accept what the reference's accept, need no `@types/node`, and let every option be
 // `undefined` under `exactOptionalPropertyTypes`.
 
+declare global {
+  // The `using` protocol's symbols, as `lib.esnext.disposable` and `@types/node` declare them,
+  // for a product whose `lib` has neither (the declarations merge).
+  interface SymbolConstructor {
+    readonly dispose: unique symbol
+    readonly asyncDispose: unique symbol
+  }
+}
+
+/** The environment `connectMigration` reads: `process.env`, or the env the testing kit issues. */
+export type MigrationEnv = Record<string, string | undefined>
+
 /** A source's "no" to the propose. Return it from `onGetState` (build it with
  *  {@link stateRefusal}); the worker receives `state-refused` with `reason` and the migration
  *  ends before any target is placed. */
@@ -89,6 +101,8 @@ export interface MigrationClient {
   abort(reason: string): void
   /** Close the socket (1000 "job closing") and stop reconnecting for good. */
   close(): void
+  /** `close()`, for `using client = connectMigration(…)`. (Not in the JavaScript client.) */
+  [Symbol.dispose](): void
 }
 
 /** The part of the WHATWG WebSocket interface the client uses. Node's and Bun's global
@@ -139,7 +153,7 @@ export interface ConnectMigrationOptions {
  *  `"none"` whose methods do nothing, so a product can call this unconditionally. */
 export declare function connectMigration(
   handlers: MigrationHandlers,
-  env?: Record<string, string | undefined>,
+  env?: MigrationEnv,
   opts?: ConnectMigrationOptions,
 ): MigrationClient
 

@@ -14,6 +14,7 @@ export default defineConfig({
       '__test__/native-behaviour.test.ts',
       '__test__/native-differences.test.ts',
       '__test__/testing-kit.test.ts',
+      '__test__/testing-kit-scripting.test.ts',
       '__test__/wasm-fallback.test.ts',
       '__test__/diagnostics.test.ts',
       '__test__/observability.test.ts',

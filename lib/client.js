@@ -32,9 +32,16 @@ function connectMigration(handlers, env, opts) {
   return socketClient(handlers ?? {}, String(url), String(token), String(opts.name ?? env.NORSK_RUNTIME_ID ?? 'this product'), opts)
 }
 
+/** `using client = connectMigration(…)` closes it (D14), on runtimes that have the protocol. */
+/** @template {{ close(): void }} C @param {C} client @returns {C} */
+function disposable(client) {
+  if (Symbol.dispose) Object.defineProperty(client, Symbol.dispose, { value: client.close })
+  return client
+}
+
 function noopClient() {
   const nothing = () => {}
-  return {
+  return disposable({
     role: 'none',
     migrationId: undefined,
     connected: false,
@@ -45,7 +52,7 @@ function noopClient() {
     reportApplied: nothing,
     abort: nothing,
     close: nothing,
-  }
+  })
 }
 
 /** @param {any} handlers @param {string} url @param {string} token @param {string} name
@@ -167,7 +174,7 @@ function socketClient(handlers, url, token, name, opts) {
   }
   observe()
   run(core.start())
-  return client
+  return disposable(client)
 }
 
 module.exports = { connectMigration, stateRefusal, isStateRefusal, channels: diagnostics.channels }

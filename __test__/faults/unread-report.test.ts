@@ -168,8 +168,9 @@ describe('what was confirmed, and what was replaced (native)', () => {
         await worker.waitForConnection(env)
         const notesFrom = reportMessages.length
         worker.cutoverReady(`once-${trial}`, { once: trial }, { to: env })
+        // This trial's confirmation: the previous trial's marker may be confirmed only now.
         await until(
-          () => (reportMessages.slice(notesFrom).some((m) => m.outcome === 'confirmed') ? true : undefined),
+          () => (reportMessages.slice(notesFrom).some((m) => m.outcome === 'confirmed' && m.migrationId === `once-${trial}`) ? true : undefined),
           `the confirmation of trial ${trial}`,
         )
         await worker.restart()

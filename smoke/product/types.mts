@@ -12,6 +12,7 @@ import {
   type FrameMessage,
   type HandlerTraceContext,
   type MigrationClient,
+  type MigrationEnv,
   type MigrationHandlers,
   type MigrationSocket,
   type MigrationSocketCtor,
@@ -22,8 +23,10 @@ import {
   HandoverError,
   runHandover,
   startTestWorker,
+  ViolationError,
   type CloseRecord,
   type ConnectionRecord,
+  type ExpectNoFrameOptions,
   type FaultRecord,
   type FrameRecord,
   type HandoverEvent,
@@ -40,6 +43,7 @@ import {
   type JobFrameType,
   type LaunchOptions,
   type ProposeAnswer,
+  type RawRecord,
   type RunHandoverOptions,
   type SendOptions,
   type TargetEnv,
@@ -47,6 +51,8 @@ import {
   type TestWorkerOptions,
   type ViolationRecord,
   type WaitOptions,
+  type WorkerEvent,
+  type WorkerEventType,
   type WorkerFrame,
   type WorkerRecord,
   type WorkerRule,
@@ -138,6 +144,27 @@ async function test(): Promise<HandoverTimeline> {
   const sentFrames: readonly FrameRecord<WorkerFrame>[] = worker.sent
   const first: WorkerRecord | undefined = connections[0]
   void [url, migrationId, dropped, answered, sent, token, kind, by, rules, sentFrames, first]
+
+  // What a suite scripts on the worker.
+  const productEnv: MigrationEnv = worker.env()
+  const quiet: ExpectNoFrameOptions = { withinMs: 100, from: productEnv as InstanceEnv }
+  await worker.expectNoFrame('abort', quiet)
+  const replaced: CloseRecord = await worker.closeConnection(instance, 4409, 'moved')
+  worker.freeze(instance)
+  worker.thaw(instance)
+  worker.sendRaw(instance, new Uint8Array([0x7b]))
+  worker.delayHelloAck(100, instance)
+  worker.reset()
+  for await (const event of worker.events()) {
+    const type: WorkerEventType = event.type
+    const raw: RawRecord | undefined = event.type === 'sent-raw' ? event.record : undefined
+    const seen: WorkerEvent = event
+    void [type, raw, seen, replaced]
+    break
+  }
+  await worker[Symbol.asyncDispose]().catch((e: unknown) => {
+    if (e instanceof ViolationError) console.log(e.violation.rule, e.violations.length)
+  })
 
   const faultKind: HandoverFaultKind = 'drop-target'
   const fault: HandoverFault = { kind: faultKind, step: 'cutover-apply' }

@@ -112,6 +112,27 @@ export interface ViolationRecord extends WorkerRecord {
   detail: string
 }
 
+/** A frame `sendRaw` sent, exactly as given. */
+export interface RawRecord extends WorkerRecord {
+  jobId: string
+  role: string
+  /** A text frame's string, or a binary frame's bytes. */
+  data: string | Uint8Array
+}
+
+/** What `events()` yields: each record as the worker makes it, with the array it goes to
+ *  (`sent-raw` records are only here). */
+export type WorkerEvent =
+  | { type: 'connection'; record: ConnectionRecord }
+  | { type: 'frame'; record: FrameRecord<JobFrame> }
+  | { type: 'sent'; record: FrameRecord<WorkerFrame> }
+  | { type: 'sent-raw'; record: RawRecord }
+  | { type: 'violation'; record: ViolationRecord }
+  | { type: 'close'; record: CloseRecord }
+
+/** The kinds of {@link WorkerEvent}. */
+export type WorkerEventType = WorkerEvent['type']
+
 /** How long `waitForFrame` / `waitForClose` wait, and for whose. */
 export interface WaitOptions {
   /** Default 5000. */
@@ -130,6 +151,19 @@ export interface SendOptions {
 export interface TestWorkerOptions {
   /** How long a connection may take to send its hello (default 5000, as the worker). */
   helloTimeoutMs?: number | undefined
+  /** Any rule broken fails the test: it rejects every `waitFor…`, `expectNoFrame` and `propose`
+   *  pending at that moment, or else the next one, with a {@link ViolationError}; and `close()`
+   *  (so `await using`) rejects with one naming every violation recorded since the start or the
+   *  last `reset()`. Default false: violations are only recorded. */
+  strict?: boolean | undefined
+}
+
+/** How long `expectNoFrame` watches, and for whose frames. */
+export interface ExpectNoFrameOptions {
+  /** How long to watch, in ms. */
+  withinMs: number
+  /** Only from this instance. */
+  from?: Instance | undefined
 }
 
 /** The instance `launchTarget` makes the target. */
@@ -164,6 +198,8 @@ export interface TestWorker {
   readonly port: number
   /** `ws://127.0.0.1:<port>` */
   readonly url: string
+  /** As started: `startTestWorker({ strict })`. */
+  readonly strict: boolean
   /** The env of an instance (default `test-job` / `main`); the same token every time. */
   env(jobId?: string, role?: string): InstanceEnv
   /** The env of an instance the hello-ack names as the target of `migrationId`, with
@@ -174,6 +210,45 @@ export interface TestWorker {
    *  the frames already queued for it, as a network blip does: the job sees 1006 and should
    *  reconnect; `closes` records 1006 by the worker. Throws when it is not connected. */
   dropConnection(instance?: Instance): { connection: number }
+  /** Closes the instance's connection (default `test-job` / `main`) with a close frame of
+   *  `code` and `reason` (default empty), after the frames already queued for it — 4409 as when
+   *  the instance moved elsewhere, 4401, 1011, any code an endpoint may send (1000–1003,
+   *  1007–1014, 3000–4999; a reason of 123 bytes at most). `closes` records it by the worker.
+   *  Resolves with that record once the close is done (the job's reply, or after 1 s without
+   *  one). Throws when the instance is not connected or the code or reason cannot be sent. */
+  closeConnection(code: number, reason?: string): Promise<CloseRecord>
+  closeConnection(instance: Instance, code: number, reason?: string): Promise<CloseRecord>
+  /** Stops reading the instance's connection (default `test-job` / `main`), as a hung worker
+   *  or a half-open TCP path: its frames and pings wait unread and no pong goes back (frames the
+   *  test sends still go out). A client with a heartbeat finds it dead and reconnects; the new
+   *  connection replaces the frozen one (4409) and is not frozen. `waitForConnection` waits for
+   *  a connection that is not frozen. Throws when the instance is not connected. */
+  freeze(instance?: Instance): { connection: number }
+  /** Reads the instance's frozen connection again; what waited is read in order. Throws when
+   *  none of its connections is frozen. */
+  thaw(instance?: Instance): { connection: number }
+  /** Sends a text frame (a string) or a binary frame (a Uint8Array) to the instance's connection
+   *  (default `test-job` / `main`) exactly as given, after the frames already queued for it:
+   *  none of the worker's checks applies (JSON, the schema, 64 KiB). `events()` reports it as
+   *  `sent-raw`; `sent` does not hold it. Throws when the instance is not connected. */
+  sendRaw(data: string | Uint8Array): { connection: number }
+  sendRaw(instance: Instance, data: string | Uint8Array): { connection: number }
+  /** Holds every later hello-ack to the instance (default `test-job` / `main`) back by `ms`,
+   *  and whatever is sent behind it with it (a launched target's initial state, your frames),
+   *  until `delayHelloAck(0, instance)`. A connection that ends meanwhile gets none of it. */
+  delayHelloAck(ms: number, instance?: Instance): void
+  /** Clears `connections`, `frames`, `sent`, `closes` and `violations` (and what a strict worker
+   *  had still to report), so every `waitFor…` starts afresh. Instances, tokens, connections,
+   *  frozen connections and hello-ack delays stay. Not during a `runHandover`. */
+  reset(): void
+  /** Resolves when no frame of `type` (from `from`, if given) is recorded within `withinMs` of
+   *  the call; rejects, naming the frame and when it came, as soon as one is (the error's
+   *  `record` is its record). Frames recorded before the call do not count. */
+  expectNoFrame(type: JobFrameType, opts: ExpectNoFrameOptions): Promise<void>
+  /** What the worker records from now on, as it records it, for a test that follows along:
+   *  `for await (const event of worker.events())`. Ends when the worker closes; `break` stops
+   *  following. */
+  events(): AsyncIterableIterator<WorkerEvent>
   /** Sends `get-state` to `opts.to` (default `test-job` / `main`, which must be connected) and
    *  resolves with the answer. Rejects when no answer comes within `timeoutMs` or the
    *  connection closes first. */
@@ -211,11 +286,25 @@ export interface TestWorker {
   /** Stops listening and drops every connection without a close frame. `restart()` revives it. */
   kill(): Promise<void>
   /** Closes every connection (1001), stops listening and lets the process exit. Idempotent; the
-   *  worker cannot be used afterwards. */
+   *  worker cannot be used afterwards: a wait still pending rejects. A strict worker then
+   *  rejects with a {@link ViolationError} if any rule was broken. */
   close(): Promise<void>
+  /** `close()`, for `await using worker = await startTestWorker()`. */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
-/** Starts a worker simulator on 127.0.0.1 at a free port. */
+/** A rule broken on a strict worker. The message names each violation: the instance (or the
+ *  path), the rule, the close code and the detail. */
+export declare class ViolationError extends Error {
+  readonly name: 'ViolationError'
+  /** The first. */
+  readonly violation: ViolationRecord
+  readonly violations: readonly ViolationRecord[]
+}
+
+/** Starts a worker simulator on 127.0.0.1 at a free port. Every timeout of the kit is timed on
+ *  the simulator's own thread, so a test's fake timers (`vi.useFakeTimers()`, jest's) neither
+ *  stop nor hurry it. */
 export declare function startTestWorker(opts?: TestWorkerOptions): Promise<TestWorker>
 
 /** The steps of a handover, in order. */

@@ -2,7 +2,8 @@
 // The testing kit, `@norskvideo/ctl-migration-testing`: a worker simulator on loopback (Rust, its
 // own addon: crates/simulator) that enforces the real worker's rules and records everything it
 // sees, and `runHandover`, which drives a whole handover between two products as the worker does.
-// Everything here waits on the simulator's events, each wait bounded by a deadline.
+// Everything here waits on the simulator's events, each wait bounded by a deadline timed on the
+// simulator's own thread (its `timer`), so a test's fake timers neither stop nor speed it.
 
 const { testingAddon } = require('./addon/testing.js')
 
@@ -17,11 +18,27 @@ const HANDOVER_STEPS = ['propose', 'launch', 'initial-state', 'cutover-ready', '
 /** What runHandover needs of a worker beyond its public API, by worker. */
 const internals = new WeakMap()
 
+/** The `type` of an `events()` item, by the simulator's event kind. */
+const EVENT_TYPES = { Connection: 'connection', Frame: 'frame', Sent: 'sent', SentRaw: 'sent-raw', Violation: 'violation', Close: 'close' }
+
+/** A rule broken under `startTestWorker({ strict: true })`. */
+class ViolationError extends Error {
+  constructor(violations, during) {
+    const [first] = violations
+    const each = violations.map((v) => `${v.jobId === undefined ? v.path : `${v.jobId}/${v.role}`} broke '${v.rule}' (closed ${v.code}): ${v.detail}`)
+    super(`strict test worker${during ? ` (${during})` : ''}: ${violations.length === 1 ? each[0] : `${violations.length} rules broken: ${each.join('; ')}`}`)
+    this.name = 'ViolationError'
+    this.violation = first
+    this.violations = violations
+  }
+}
+
 async function startTestWorker(opts) {
-  const helloTimeoutMs = (opts ?? {}).helloTimeoutMs
+  const { helloTimeoutMs, strict = false } = opts ?? {}
   if (helloTimeoutMs !== undefined && !(typeof helloTimeoutMs === 'number' && helloTimeoutMs > 0 && Number.isFinite(helloTimeoutMs))) {
     throw new TypeError('startTestWorker: helloTimeoutMs must be a positive number of milliseconds')
   }
+  if (typeof strict !== 'boolean') throw new TypeError('startTestWorker: strict must be true or false')
 
   const connections = []
   const frames = []
@@ -31,74 +48,152 @@ async function startTestWorker(opts) {
   const finished = new Map()
   const consumed = new WeakSet()
   const waiters = new Set()
+  /** The kit's timers by ticket: each runs when the simulator says it elapsed. */
+  const timers = new Map()
+  /** Connections frozen by `freeze`, not yet thawed or closed. */
+  const frozen = new Set()
+  /** The followers of `events()`. */
+  const followers = new Set()
+  /** Strict: violations no wait has been rejected with yet. */
+  const unreported = []
   let seq = 0
   let handovers = 0
   let closing
+  /** Set once the worker is closed: every wait still pending, and every later one, rejects. */
+  let closed
 
   const native = testingAddon().TestWorkerHandle.start(helloTimeoutMs, (event) => {
     // Called through a threadsafe function: an exception here would be fatal to the process.
     try {
-      record(event)
+      if (event.kind === 'Elapsed') return timers.get(event.ticket)?.()
+      const recorded = record(event)
+      if (recorded) follow({ type: EVENT_TYPES[event.kind], record: recorded })
+      if (strict && event.kind === 'Violation') reportStrictly(recorded)
     } catch (e) {
       process.emitWarning(`test worker: cannot record an event: ${describe(e)}`)
     }
-    for (const waiter of [...waiters]) waiter()
+    for (const waiter of [...waiters]) waiter.poll()
   })
 
-  // One event (a JsWorkerEvent, discriminated by `kind`) into the records.
+  // One event (a JsWorkerEvent, discriminated by `kind`) into the records; returns the record.
   function record(e) {
     const base = { seq: ++seq, atMs: e.atMs, connection: e.connection, jobId: e.jobId, role: e.role }
+    const add = (records, r) => (records.push(r), r)
     switch (e.kind) {
       case 'Connection':
-        connections.push({ ...base, path: e.path })
-        break
+        return add(connections, { ...base, path: e.path })
       case 'Frame':
-        frames.push({ ...base, frame: JSON.parse(e.text) })
-        break
+        return add(frames, { ...base, frame: JSON.parse(e.text) })
       case 'Sent':
-        sent.push({ ...base, frame: JSON.parse(e.text) })
-        break
+        return add(sent, { ...base, frame: JSON.parse(e.text) })
+      case 'SentRaw':
+        return { ...base, data: e.text ?? new Uint8Array(e.binary) }
       case 'Violation':
-        violations.push({ ...base, path: e.path, code: e.code, rule: e.rule, detail: e.detail })
-        break
+        return add(violations, { ...base, path: e.path, code: e.code, rule: e.rule, detail: e.detail })
       case 'Close':
-        closes.push({ ...base, code: e.code, reason: e.reason, by: e.by })
-        break
+        frozen.delete(e.connection)
+        return add(closes, { ...base, code: e.code, reason: e.reason, by: e.by })
       case 'Done':
         finished.set(e.ticket, e.error ?? null)
-        break
+        return undefined
     }
   }
 
+  // Strict: a rule broken rejects every strict wait pending now, or else the next one.
+  function reportStrictly(violation) {
+    const pending = [...waiters].filter((w) => w.strict)
+    if (pending.length === 0) return unreported.push(violation)
+    const error = new ViolationError([violation])
+    for (const waiter of pending) waiter.fail(error)
+  }
+
   // Resolves with the first value `check` returns other than undefined, checked now and after
-  // every event; rejects with `onTimeout()` after `timeoutMs`, or with what `check` throws.
-  function until(check, onTimeout, timeoutMs) {
+  // every event; rejects with `onTimeout()` after `timeoutMs`, or with what `check` throws. A
+  // strict wait (the public `waitFor…`, `expectNoFrame` and `propose` of a strict worker) also
+  // rejects with a rule broken. `onTimeout` may resolve instead, by returning `{ resolved }`.
+  function until(check, onTimeout, timeoutMs, { strict: strictWait = false } = {}) {
     return new Promise((resolve, reject) => {
-      const poll = () => {
-        let value
-        try {
-          value = check()
-        } catch (e) {
+      if (closed) return reject(new Error('the test worker is closed'))
+      if (strictWait && unreported.length > 0) return reject(new ViolationError([unreported.shift()]))
+      let ticket
+      const waiter = {
+        strict: strictWait,
+        poll() {
+          let value
+          try {
+            value = check()
+          } catch (e) {
+            waiter.fail(e)
+            return
+          }
+          if (value !== undefined) {
+            stop()
+            resolve(value)
+          }
+        },
+        fail(error) {
           stop()
-          reject(e)
-          return
-        }
-        if (value !== undefined) {
-          stop()
-          resolve(value)
-        }
+          reject(error)
+        },
       }
-      const timer = setTimeout(() => {
-        stop()
-        reject(onTimeout())
-      }, timeoutMs)
       const stop = () => {
-        clearTimeout(timer)
-        waiters.delete(poll)
+        timers.delete(ticket)
+        waiters.delete(waiter)
       }
-      waiters.add(poll)
-      poll()
+      try {
+        ticket = native.timer(timeoutMs)
+      } catch {
+        // Closing: the simulator's thread is ending. The close settles every wait still pending.
+      }
+      if (ticket !== undefined) timers.set(ticket, () => {
+        stop()
+        const outcome = onTimeout()
+        if (outcome && 'resolved' in outcome) resolve(outcome.resolved)
+        else reject(outcome)
+      })
+      waiters.add(waiter)
+      waiter.poll()
     })
+  }
+
+  function follow(event) {
+    for (const follower of followers) follower.push(event)
+  }
+
+  // An async iterator over what the worker records from now on; it ends when the worker closes.
+  function events() {
+    const queue = []
+    let wake
+    let done = false
+    const follower = {
+      push(event) {
+        queue.push(event)
+        wake?.()
+      },
+      end() {
+        done = true
+        wake?.()
+      },
+    }
+    if (closed) done = true
+    else followers.add(follower)
+    const finish = () => {
+      followers.delete(follower)
+      done = true
+      queue.length = 0
+      return Promise.resolve({ value: undefined, done: true })
+    }
+    return {
+      async next() {
+        while (queue.length === 0 && !done) await new Promise((resolve) => (wake = resolve))
+        wake = undefined
+        return queue.length > 0 ? { value: queue.shift(), done: false } : finish()
+      },
+      return: finish,
+      [Symbol.asyncIterator]() {
+        return this
+      },
+    }
   }
 
   function send(type, migrationId, body, to) {
@@ -125,28 +220,109 @@ async function startTestWorker(opts) {
     return { ...toEnv(native.launchTarget(String(migrationId), jobId, role, state)), NORSK_MIGRATION_ID: String(migrationId) }
   }
 
+  function instanceOr(instance, what) {
+    return instance === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(instance, what)
+  }
+
   function dropConnection(instance) {
-    const { jobId, role } = instance === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(instance, 'dropConnection')
+    const { jobId, role } = instanceOr(instance, 'dropConnection')
     return { connection: native.dropConnection(jobId, role) }
+  }
+
+  // closeConnection(code, reason?) or closeConnection(instance, code, reason?)
+  async function closeConnection(...args) {
+    const [instance, code, reason] = typeof args[0] === 'number' ? [undefined, ...args] : args
+    const { jobId, role } = instanceOr(instance, 'closeConnection')
+    if (!Number.isInteger(code)) throw new TypeError('closeConnection: code must be an integer close code')
+    if (reason !== undefined && typeof reason !== 'string') throw new TypeError('closeConnection: reason must be a string')
+    const connection = native.closeConnection(jobId, role, code, reason)
+    return until(
+      () => closes.find((r) => r.connection === connection),
+      () => new Error(`closeConnection: the close of ${jobId}/${role} was not recorded within ${LIFECYCLE_TIMEOUT_MS} ms`),
+      LIFECYCLE_TIMEOUT_MS,
+    )
+  }
+
+  function freeze(instance) {
+    const { jobId, role } = instanceOr(instance, 'freeze')
+    const connection = native.freeze(jobId, role)
+    frozen.add(connection)
+    return { connection }
+  }
+
+  function thaw(instance) {
+    const { jobId, role } = instanceOr(instance, 'thaw')
+    const connection = native.thaw(jobId, role)
+    frozen.delete(connection)
+    return { connection }
+  }
+
+  // sendRaw(data) or sendRaw(instance, data)
+  function sendRaw(...args) {
+    const [instance, data] = args.length === 1 ? [undefined, args[0]] : args
+    const { jobId, role } = instanceOr(instance, 'sendRaw')
+    if (!(typeof data === 'string' || isUint8Array(data))) {
+      throw new TypeError('sendRaw: data must be a string (a text frame) or a Uint8Array (a binary frame)')
+    }
+    return { connection: native.sendRaw(jobId, role, data) }
+  }
+
+  function delayHelloAck(ms, instance) {
+    const { jobId, role } = instanceOr(instance, 'delayHelloAck')
+    if (!(typeof ms === 'number' && ms >= 0 && Number.isFinite(ms))) {
+      throw new TypeError('delayHelloAck: ms must be zero or more milliseconds')
+    }
+    native.delayHelloAck(jobId, role, ms)
+  }
+
+  function reset() {
+    for (const records of [connections, frames, sent, closes, violations]) records.length = 0
+    unreported.length = 0
+  }
+
+  function expectNoFrame(type, opts) {
+    const withinMs = opts?.withinMs
+    if (!(typeof withinMs === 'number' && withinMs >= 0 && Number.isFinite(withinMs))) {
+      return Promise.reject(new TypeError('expectNoFrame: withinMs must be zero or more milliseconds'))
+    }
+    const from = opts?.from === undefined ? undefined : instanceOf(opts.from, 'expectNoFrame')
+    const since = seq
+    const startedAtMs = native.nowMs()
+    return until(
+      () => {
+        const arrived = frames.find((r) => r.seq > since && r.frame.type === type && (from === undefined || sameInstance(r, from)))
+        if (arrived === undefined) return undefined
+        const error = new Error(
+          `expectNoFrame: a '${type}' frame from ${name(arrived)} arrived ${Math.round(arrived.atMs - startedAtMs)} ms into the ${withinMs} ms window: ${JSON.stringify(arrived.frame)}`,
+        )
+        error.record = arrived
+        throw error
+      },
+      () => ({ resolved: undefined }),
+      withinMs,
+      { strict },
+    )
   }
 
   async function propose(migrationId, opts) {
     const timeoutMs = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS
     const to = opts?.to === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(opts.to, 'propose')
-    const deadline = Date.now() + timeoutMs
+    const deadline = native.nowMs() + timeoutMs
     // Connecting a product and then proposing is the natural order: wait for the instance, within
     // the same deadline; one that never connects gets the simulator's "not connected" below.
     await until(
       () => (native.isConnected(to.jobId, to.role) ? true : undefined),
-      () => undefined,
+      () => ({ resolved: false }),
       timeoutMs,
-    ).catch(() => {})
+      { strict },
+    )
     const since = seq
     const [delivery] = send('get-state', migrationId, undefined, to)
     const outcome = await until(
       () => settled(since, [delivery.connection], delivery.connection, ['state', 'state-refused']),
       () => new Error(`propose ${migrationId}: no 'state' or 'state-refused' from ${name(to)} within ${timeoutMs} ms`),
-      Math.max(0, deadline - Date.now()),
+      Math.max(0, deadline - native.nowMs()),
+      { strict },
     )
     if (outcome.answer) {
       const frame = outcome.answer.frame
@@ -175,6 +351,7 @@ async function startTestWorker(opts) {
       () => take(frames, (r) => r.frame.type === type && (from === undefined || sameInstance(r, from))),
       () => new Error(`waitForFrame: no '${type}' frame${from ? ` from ${name(from)}` : ''} within ${timeoutMs} ms`),
       timeoutMs,
+      { strict },
     )
   }
 
@@ -186,6 +363,7 @@ async function startTestWorker(opts) {
       () => take(closes, (r) => (code === undefined || r.code === code) && (from === undefined || sameInstance(r, from))),
       () => new Error(`waitForClose: no close${code === undefined ? '' : ` ${code}`}${from ? ` of ${name(from)}` : ''} within ${timeoutMs} ms`),
       timeoutMs,
+      { strict },
     )
   }
 
@@ -199,16 +377,18 @@ async function startTestWorker(opts) {
   async function waitForConnection(from, opts) {
     const timeoutMs = opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS
     const instance = from === undefined ? { jobId: DEFAULT_JOB_ID, role: DEFAULT_ROLE } : instanceOf(from, 'waitForConnection')
-    // Connected, and the records show it: its hello-ack is recorded and its connection open.
+    // Connected, and the records show it: its hello-ack is recorded and its connection open
+    // (and not frozen: its product is expected to give up on that one and come back).
     const acknowledged = () => {
       if (!native.isConnected(instance.jobId, instance.role)) return undefined
       const ack = sent.findLast((r) => r.frame.type === 'hello-ack' && sameInstance(r, instance))
-      return ack && !closes.some((c) => c.connection === ack.connection) ? true : undefined
+      return ack && !frozen.has(ack.connection) && !closes.some((c) => c.connection === ack.connection) ? true : undefined
     }
     await until(
       acknowledged,
       () => new Error(`waitForConnection: ${name(instance)} did not connect within ${timeoutMs} ms`),
       timeoutMs,
+      { strict },
     )
   }
 
@@ -230,6 +410,9 @@ async function startTestWorker(opts) {
     get url() {
       return `ws://127.0.0.1:${native.port}`
     },
+    get strict() {
+      return strict
+    },
     connections,
     frames,
     sent,
@@ -238,6 +421,7 @@ async function startTestWorker(opts) {
     env,
     launchTarget,
     propose,
+    expectNoFrame,
     initialState: sender('initial-state', payloadJson),
     cutoverReady: sender('cutover-ready', payloadJson),
     cutoverApply: sender('cutover-apply', payloadJson),
@@ -246,13 +430,30 @@ async function startTestWorker(opts) {
     waitForClose,
     waitForConnection,
     dropConnection,
+    closeConnection,
+    freeze,
+    thaw,
+    sendRaw,
+    delayHelloAck,
+    reset,
+    events,
     restart: () => lifecycle('restart', () => native.restart()),
     kill: () => lifecycle('kill', () => native.kill()),
     close: () => {
-      closing ??= lifecycle('close', () => native.close())
+      closing ??= lifecycle('close', () => native.close()).finally(() => {
+        // Nothing more can come: every wait still pending and every follower ends.
+        closed = true
+        for (const waiter of [...waiters]) waiter.fail(new Error('the test worker was closed while waiting'))
+        for (const follower of followers) follower.end()
+        followers.clear()
+      }).then(() => {
+        if (strict && violations.length > 0) throw new ViolationError([...violations], 'close')
+      })
       return closing
     },
   }
+  // `await using worker = await startTestWorker()`, on runtimes that have the protocol.
+  if (Symbol.asyncDispose) worker[Symbol.asyncDispose] = worker.close
   internals.set(worker, {
     until,
     send,
@@ -621,6 +822,11 @@ function payloadJson(payload) {
   return JSON.stringify(payload) ?? 'null'
 }
 
+/** A Uint8Array (a Buffer too) from any realm: a test runner's sandbox has its own globals. */
+function isUint8Array(value) {
+  return ArrayBuffer.isView(value) && Object.prototype.toString.call(value) === '[object Uint8Array]'
+}
+
 function describe(e) {
   try {
     return String(e)
@@ -629,4 +835,4 @@ function describe(e) {
   }
 }
 
-module.exports = { startTestWorker, runHandover, HandoverError }
+module.exports = { startTestWorker, runHandover, HandoverError, ViolationError }

@@ -5,3 +5,4 @@ import testing from './testing.js'
 export const startTestWorker = testing.startTestWorker
 export const runHandover = testing.runHandover
 export const HandoverError = testing.HandoverError
+export const ViolationError = testing.ViolationError

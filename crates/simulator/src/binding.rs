@@ -5,7 +5,7 @@
 use crate::event::{Event, EventSink};
 use crate::instances::InstanceKey;
 use crate::simulator::{InstanceEnv, Simulator};
-use crate::worker::{Delivery, DEFAULT_HELLO_TIMEOUT};
+use crate::worker::{Delivery, RawFrame, DEFAULT_HELLO_TIMEOUT};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::WorkerFrame;
 use ctl_migration_core::FrameType;
@@ -41,6 +41,15 @@ pub enum JsWorkerEvent {
         role: String,
         text: String,
     },
+    /// A raw frame went out as given: `text`, or else `binary`.
+    SentRaw {
+        at_ms: f64,
+        connection: u32,
+        job_id: String,
+        role: String,
+        text: Option<String>,
+        binary: Option<Buffer>,
+    },
     /// A job broke a rule; a `Close` with `code` follows.
     Violation {
         at_ms: f64,
@@ -68,6 +77,8 @@ pub enum JsWorkerEvent {
         ticket: u32,
         error: Option<String>,
     },
+    /// A timer set with `timer` elapsed.
+    Elapsed { at_ms: f64, ticket: u32 },
 }
 
 /// The close code of a connection that ended without a close frame: its peer disappeared, and
@@ -208,6 +219,78 @@ impl TestWorkerHandle {
             .map_err(Error::from_reason)
     }
 
+    /// Closes the instance's connection with `code` and `reason`, after what is queued for it;
+    /// returns the connection closed.
+    #[napi]
+    pub fn close_connection(
+        &self,
+        job_id: String,
+        role: String,
+        code: u32,
+        reason: Option<String>,
+    ) -> Result<u32> {
+        let code = u16::try_from(code)
+            .map_err(|_| Error::from_reason(format!("{code} is not a close code")))?;
+        self.simulator
+            .close_connection(
+                &InstanceKey { job_id, role },
+                code,
+                reason.unwrap_or_default(),
+            )
+            .map_err(Error::from_reason)
+    }
+
+    /// Stops reading the instance's connection: its frames and pings wait unanswered. Returns
+    /// the connection frozen.
+    #[napi]
+    pub fn freeze(&self, job_id: String, role: String) -> Result<u32> {
+        self.simulator
+            .freeze(&InstanceKey { job_id, role })
+            .map_err(Error::from_reason)
+    }
+
+    /// Reads the instance's frozen connection again; returns it.
+    #[napi]
+    pub fn thaw(&self, job_id: String, role: String) -> Result<u32> {
+        self.simulator
+            .thaw(&InstanceKey { job_id, role })
+            .map_err(Error::from_reason)
+    }
+
+    /// Sends a text (string) or binary frame exactly as given; returns the connection.
+    #[napi]
+    pub fn send_raw(
+        &self,
+        job_id: String,
+        role: String,
+        data: Either<String, Uint8Array>,
+    ) -> Result<u32> {
+        let raw = match data {
+            Either::A(text) => RawFrame::Text(text),
+            Either::B(bytes) => RawFrame::Binary(bytes.to_vec()),
+        };
+        self.simulator
+            .send_raw(&InstanceKey { job_id, role }, raw)
+            .map_err(Error::from_reason)
+    }
+
+    /// Holds back the instance's later hello-acks by `ms` (0: not at all).
+    #[napi]
+    pub fn delay_hello_ack(&self, job_id: String, role: String, ms: f64) -> Result<()> {
+        let delay = duration_ms(ms, "delayHelloAck: ms")?;
+        self.simulator
+            .delay_hello_ack(&InstanceKey { job_id, role }, delay)
+            .map_err(Error::from_reason)
+    }
+
+    /// An `Elapsed` event with the returned ticket comes after `ms`, timed on the simulator's
+    /// own thread.
+    #[napi]
+    pub fn timer(&self, ms: f64) -> Result<u32> {
+        let delay = duration_ms(ms, "a timeout")?;
+        self.simulator.timer(delay).map_err(Error::from_reason)
+    }
+
     /// Returns the ticket its `done` event will carry.
     #[napi]
     pub fn restart(&self) -> Result<u32> {
@@ -223,6 +306,15 @@ impl TestWorkerHandle {
     pub fn close(&self) -> Result<u32> {
         self.simulator.close().map_err(Error::from_reason)
     }
+}
+
+/// `ms` as a duration: a finite number of milliseconds, zero or more.
+fn duration_ms(ms: f64, what: &str) -> Result<Duration> {
+    Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| {
+        Error::from_reason(format!(
+            "{what} must be zero or more milliseconds, not {ms}"
+        ))
+    })
 }
 
 fn worker_frame(
@@ -350,10 +442,29 @@ fn to_js(at_ms: f64, event: Event) -> JsWorkerEvent {
                 by: by.as_str().to_owned(),
             }
         }
+        Event::SentRaw {
+            connection,
+            instance,
+            raw,
+        } => {
+            let (text, binary) = match raw {
+                RawFrame::Text(text) => (Some(text), None),
+                RawFrame::Binary(bytes) => (None, Some(Buffer::from(bytes))),
+            };
+            JsWorkerEvent::SentRaw {
+                at_ms,
+                connection,
+                job_id: instance.job_id,
+                role: instance.role,
+                text,
+                binary,
+            }
+        }
         Event::Done { ticket, error } => JsWorkerEvent::Done {
             at_ms,
             ticket,
             error,
         },
+        Event::Elapsed { ticket } => JsWorkerEvent::Elapsed { at_ms, ticket },
     }
 }

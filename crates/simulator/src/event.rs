@@ -3,6 +3,7 @@
 //! end of each restart, kill and close. The testing kit records these.
 
 use crate::instances::InstanceKey;
+use crate::worker::RawFrame;
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{JobFrame, WorkerFrame};
 
@@ -97,6 +98,12 @@ pub enum Event {
         instance: InstanceKey,
         frame: WorkerFrame,
     },
+    /// A frame the caller wrote itself went out as given.
+    SentRaw {
+        connection: u32,
+        instance: InstanceKey,
+        raw: RawFrame,
+    },
     /// A job broke a rule; a `Closed` with the rule's code follows.
     Violation {
         connection: u32,
@@ -114,6 +121,8 @@ pub enum Event {
     },
     /// A restart, kill or close finished.
     Done { ticket: u32, error: Option<String> },
+    /// A timer the caller set ([`crate::simulator::Simulator::timer`]) elapsed.
+    Elapsed { ticket: u32 },
 }
 
 /// Where the simulator's events go. `at_ms` counts from the simulator's start.

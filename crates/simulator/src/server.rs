@@ -10,9 +10,9 @@
 //! Orders for the connection whose own event caused them are carried out by its task at once.
 
 use crate::event::{Event, EventSink};
-use crate::worker::{Action, Ending, Inbound, Order, Stop, Worker};
+use crate::worker::{Action, Ending, Inbound, Order, RawFrame, Stop, Worker};
 use ctl_migration_core::close_code;
-use ctl_migration_core::frames::MAX_FRAME_BYTES;
+use ctl_migration_core::frames::{WorkerFrame, MAX_FRAME_BYTES};
 use ctl_migration_runtime::RuntimeLease;
 use futures_util::{SinkExt, StreamExt};
 use std::collections::{HashMap, VecDeque};
@@ -42,6 +42,8 @@ const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(10);
 type Socket = WebSocketStream<TcpStream>;
 type StopSignal = watch::Receiver<Option<Stop>>;
 type Outbox = mpsc::UnboundedSender<Order>;
+/// A timer: how long, and the ticket its `Elapsed` event carries.
+pub type TimerRequest = (Duration, u32);
 
 pub struct Inner<S> {
     pub worker: Worker,
@@ -119,16 +121,51 @@ impl<S: EventSink> Shared<S> {
     }
 }
 
-/// Starts the lifecycle task on `listener`, holding the runtime thread until it ends; restart,
-/// kill and close are sent to it with their ticket, and each ends with a `Done` event.
+/// The caller's ways into the server's tasks.
+pub struct Orders {
+    /// Restart, kill and close, each with its ticket; each ends with a `Done` event.
+    pub lifecycle: mpsc::UnboundedSender<(Lifecycle, u32)>,
+    /// Timers, each ending with an `Elapsed` event.
+    pub timers: mpsc::UnboundedSender<TimerRequest>,
+}
+
+/// Starts the lifecycle task on `listener`, holding the runtime thread until it ends, and the
+/// timer task beside it.
 pub fn serve<S: EventSink>(
     runtime: RuntimeLease,
     shared: Arc<Shared<S>>,
     listener: TcpListener,
-) -> mpsc::UnboundedSender<(Lifecycle, u32)> {
+) -> Orders {
     let (lifecycle, commands) = mpsc::unbounded_channel();
-    runtime.spawn(run_lifecycle(shared, listener, commands));
-    lifecycle
+    let (timers, requests) = mpsc::unbounded_channel();
+    let for_timers = shared.clone();
+    runtime.spawn(async move {
+        tokio::spawn(run_timers(for_timers, requests));
+        run_lifecycle(shared, listener, commands).await
+    });
+    Orders { lifecycle, timers }
+}
+
+/// The kit's timeouts, on this thread's clock, so a test's fake timers in JavaScript cannot
+/// stop them. Ends once the caller's handle is gone and its timers have run.
+async fn run_timers<S: EventSink>(
+    shared: Arc<Shared<S>>,
+    mut requests: mpsc::UnboundedReceiver<TimerRequest>,
+) {
+    let mut running = JoinSet::new();
+    loop {
+        tokio::select! {
+            Some((delay, ticket)) = requests.recv() => {
+                let shared = shared.clone();
+                running.spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    shared.emit(Event::Elapsed { ticket });
+                });
+            }
+            Some(_) = running.join_next(), if !running.is_empty() => {}
+            else => break,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -279,21 +316,37 @@ async fn connection<S: EventSink>(
     let mut orders = shared
         .apply(Some(id), |w| w.open(Instant::now(), id, path))
         .1;
+    // Frozen: the socket is not read, so the job's frames and pings wait unanswered.
+    let mut frozen = false;
     loop {
         let mut pending = VecDeque::from(orders);
         while let Some(order) = pending.pop_front() {
-            let frame = match order {
-                Order::Send(frame) => frame,
+            let sent = match order {
+                Order::Send(frame) => {
+                    let message = Message::text(frame.to_text());
+                    ws.send(message).await.is_ok().then_some(Sent::Frame(frame))
+                }
+                Order::SendRaw(raw) => {
+                    let message = match &raw {
+                        RawFrame::Text(text) => Message::text(text.as_str()),
+                        RawFrame::Binary(bytes) => Message::binary(bytes.clone()),
+                    };
+                    ws.send(message).await.is_ok().then_some(Sent::Raw(raw))
+                }
+                Order::Freeze | Order::Thaw => {
+                    frozen = matches!(order, Order::Freeze);
+                    continue;
+                }
                 Order::End(ending) => return finish(&shared, &mut ws, id, ending).await,
             };
-            let sent = ws.send(Message::text(frame.to_text())).await.is_ok();
-            if !sent {
+            if sent.is_none() {
                 // What else was pending is moot: the worker ends the connection next.
                 pending.clear();
             }
             let (_, more) = shared.apply(Some(id), |w| match sent {
-                true => w.sent(id, frame),
-                false => w.receive(id, Inbound::Gone),
+                Some(Sent::Frame(frame)) => w.sent(id, frame),
+                Some(Sent::Raw(raw)) => w.sent_raw(id, raw),
+                None => w.receive(Instant::now(), id, Inbound::Gone),
             });
             pending.extend(more);
         }
@@ -307,12 +360,20 @@ async fn connection<S: EventSink>(
                 return finish(&shared, &mut ws, id, ending).await;
             }
             Some(order) = queued.recv() => vec![order],
-            inbound = next_inbound(&mut ws) => shared.apply(Some(id), |w| w.receive(id, inbound)).1,
+            inbound = next_inbound(&mut ws), if !frozen => {
+                shared.apply(Some(id), |w| w.receive(Instant::now(), id, inbound)).1
+            }
             () = sleep_until(deadline), if deadline.is_some() => {
                 shared.apply(Some(id), |w| w.handle_timeout(Instant::now())).1
             }
         };
     }
+}
+
+/// What went out on a connection, for the worker to report.
+enum Sent {
+    Frame(WorkerFrame),
+    Raw(RawFrame),
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -408,4 +469,164 @@ async fn discard_until_closed<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S,
         while matches!(stream.read(&mut discard).await, Ok(n) if n > 0) {}
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    //! The server's side of what the caller scripts, on real sockets on loopback: a client
+    //! (tokio-tungstenite) says hello and watches what the simulator does.
+    use crate::event::{Event, EventSink};
+    use crate::instances::InstanceKey;
+    use crate::simulator::Simulator;
+    use crate::worker::RawFrame;
+    use futures_util::{SinkExt, StreamExt};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    use tokio::net::TcpStream;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::WebSocketStream;
+
+    struct Events(mpsc::Sender<Event>);
+
+    impl EventSink for Events {
+        fn emit(&self, _at_ms: f64, event: Event) {
+            let _ = self.0.send(event);
+        }
+    }
+
+    type Client = WebSocketStream<TcpStream>;
+
+    fn key() -> InstanceKey {
+        InstanceKey {
+            job_id: "j".to_owned(),
+            role: "r".to_owned(),
+        }
+    }
+
+    fn simulator() -> (Simulator<Events>, mpsc::Receiver<Event>) {
+        let (events, received) = mpsc::channel();
+        let simulator = Simulator::start(Duration::from_secs(5), Events(events)).unwrap();
+        (simulator, received)
+    }
+
+    /// Connects as the instance and says hello; returns before the hello-ack is read.
+    async fn hello(simulator: &Simulator<Events>) -> Client {
+        let env = simulator.env(key()).unwrap();
+        let stream = TcpStream::connect(("127.0.0.1", simulator.port()))
+            .await
+            .unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async(env.url.as_str(), stream)
+            .await
+            .unwrap();
+        let hello = format!(r#"{{"type":"hello","token":"{}"}}"#, env.token);
+        ws.send(Message::text(hello)).await.unwrap();
+        ws
+    }
+
+    async fn next(ws: &mut Client, within: Duration) -> Option<Message> {
+        tokio::time::timeout(within, ws.next())
+            .await
+            .ok()
+            .flatten()
+            .map(Result::unwrap)
+    }
+
+    async fn acknowledged(simulator: &Simulator<Events>) -> Client {
+        let mut ws = hello(simulator).await;
+        let ack = next(&mut ws, Duration::from_secs(5)).await.unwrap();
+        assert!(ack.to_text().unwrap().contains("hello-ack"), "{ack:?}");
+        ws
+    }
+
+    #[tokio::test]
+    async fn a_frozen_connection_answers_no_ping_until_it_is_thawed() {
+        let (simulator, _events) = simulator();
+        let mut ws = acknowledged(&simulator).await;
+        simulator.freeze(&key()).unwrap();
+        ws.send(Message::Ping("1".into())).await.unwrap();
+        assert_eq!(next(&mut ws, Duration::from_millis(300)).await, None);
+        simulator.thaw(&key()).unwrap();
+        let pong = next(&mut ws, Duration::from_secs(5)).await;
+        assert_eq!(pong, Some(Message::Pong("1".into())));
+    }
+
+    #[tokio::test]
+    async fn raw_frames_arrive_exactly_as_given() {
+        let (simulator, events) = simulator();
+        let mut ws = acknowledged(&simulator).await;
+        let bytes = vec![0u8, 159, 146, 150, 255];
+        let raws = [
+            RawFrame::Text("{not json".to_owned()),
+            RawFrame::Binary(bytes.clone()),
+        ];
+        for raw in raws.clone() {
+            simulator.send_raw(&key(), raw).unwrap();
+        }
+        let within = Duration::from_secs(5);
+        assert_eq!(
+            next(&mut ws, within).await,
+            Some(Message::text("{not json"))
+        );
+        assert_eq!(next(&mut ws, within).await, Some(Message::binary(bytes)));
+        // Reported once written, which may be just after the client read them (the simulator
+        // runs on its own thread).
+        let reported: Vec<RawFrame> = std::iter::from_fn(|| events.recv_timeout(within).ok())
+            .filter_map(|e| match e {
+                Event::SentRaw { raw, .. } => Some(raw),
+                _ => None,
+            })
+            .take(2)
+            .collect();
+        assert_eq!(reported, raws);
+    }
+
+    #[tokio::test]
+    async fn a_close_the_caller_asks_for_reaches_the_job_with_its_code_and_reason() {
+        let (simulator, _events) = simulator();
+        let mut ws = acknowledged(&simulator).await;
+        simulator
+            .close_connection(&key(), 4409, "moved".to_owned())
+            .unwrap();
+        let Some(Message::Close(Some(frame))) = next(&mut ws, Duration::from_secs(5)).await else {
+            panic!("no close frame");
+        };
+        assert_eq!(
+            (frame.code, frame.reason.as_str()),
+            (CloseCode::from(4409), "moved")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_delayed_hello_ack_comes_after_its_delay() {
+        let (simulator, _events) = simulator();
+        simulator
+            .delay_hello_ack(&key(), Duration::from_millis(200))
+            .unwrap();
+        let started = Instant::now();
+        let mut ws = hello(&simulator).await;
+        let ack = next(&mut ws, Duration::from_secs(5)).await.unwrap();
+        assert!(ack.to_text().unwrap().contains("hello-ack"));
+        assert!(
+            started.elapsed() >= Duration::from_millis(200),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_timer_elapses_on_the_simulators_thread() {
+        let (simulator, events) = simulator();
+        let started = Instant::now();
+        let ticket = simulator.timer(Duration::from_millis(100)).unwrap();
+        let elapsed = tokio::task::spawn_blocking(move || {
+            events
+                .iter()
+                .find(|e| matches!(e, Event::Elapsed { ticket: t } if *t == ticket))
+        })
+        .await
+        .unwrap();
+        assert!(elapsed.is_some());
+        assert!(started.elapsed() >= Duration::from_millis(100));
+    }
 }

@@ -5,15 +5,14 @@
 
 use crate::event::EventSink;
 use crate::instances::InstanceKey;
-use crate::server::{self, Inner, Lifecycle, Shared};
-use crate::worker::{Delivery, Worker};
+use crate::server::{self, Inner, Lifecycle, Orders, Shared};
+use crate::worker::{Delivery, RawFrame, Worker};
 use ctl_migration_core::frames::WorkerFrame;
 use ctl_migration_runtime::runtime;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 /// The simulator's runtime thread: its own, since it is another addon (at most 15 bytes, as
 /// Linux keeps them).
@@ -28,7 +27,7 @@ pub struct InstanceEnv {
 
 pub struct Simulator<S: EventSink> {
     shared: Arc<Shared<S>>,
-    lifecycle: mpsc::UnboundedSender<(Lifecycle, u32)>,
+    orders: Orders,
 }
 
 impl<S: EventSink> Simulator<S> {
@@ -49,8 +48,8 @@ impl<S: EventSink> Simulator<S> {
             TcpListener::from_std(listener).map_err(|e| format!("cannot listen: {e}"))?
         };
         let shared = Arc::new(Shared::new(Worker::new(hello_timeout), port, sink));
-        let lifecycle = server::serve(handle, shared.clone(), listener);
-        Ok(Simulator { shared, lifecycle })
+        let orders = server::serve(handle, shared.clone(), listener);
+        Ok(Simulator { shared, orders })
     }
 
     pub fn port(&self) -> u16 {
@@ -109,6 +108,49 @@ impl<S: EventSink> Simulator<S> {
             .0
     }
 
+    /// Closes the instance's connection with `code` and `reason`, after what is queued for it
+    /// (see [`Worker::close_connection`]); returns the connection.
+    pub fn close_connection(
+        &self,
+        instance: &InstanceKey,
+        code: u16,
+        reason: String,
+    ) -> Result<u32, String> {
+        self.on_worker(|worker| worker.close_connection(instance, code, reason))
+    }
+
+    /// Stops reading the instance's connection (see [`Worker::freeze`]); returns it.
+    pub fn freeze(&self, instance: &InstanceKey) -> Result<u32, String> {
+        self.on_worker(|worker| worker.freeze(instance))
+    }
+
+    /// Reads the instance's frozen connection again; returns it.
+    pub fn thaw(&self, instance: &InstanceKey) -> Result<u32, String> {
+        self.on_worker(|worker| worker.thaw(instance))
+    }
+
+    /// Sends `raw` to the instance's connection exactly as given; returns the connection.
+    pub fn send_raw(&self, instance: &InstanceKey, raw: RawFrame) -> Result<u32, String> {
+        self.on_worker(|worker| worker.send_raw(instance, raw))
+    }
+
+    /// Holds back the instance's later hello-acks by `delay` (zero: not at all).
+    pub fn delay_hello_ack(&self, instance: &InstanceKey, delay: Duration) -> Result<(), String> {
+        self.on_worker(|worker| worker.delay_hello_ack(instance, delay))
+    }
+
+    /// An `Elapsed` event with the returned ticket comes after `delay`, on the simulator's own
+    /// thread, whatever the caller's JavaScript did to its timers.
+    /// Also once closing: the kit times its wait for the close itself.
+    pub fn timer(&self, delay: Duration) -> Result<u32, String> {
+        let ticket = Self::take_ticket(&mut *self.shared.lock());
+        self.orders
+            .timers
+            .send((delay, ticket))
+            .map_err(|_| "the test worker has stopped".to_owned())?;
+        Ok(ticket)
+    }
+
     /// Drops every connection without a close frame and listens again on the same port.
     pub fn restart(&self) -> Result<u32, String> {
         self.order(Lifecycle::Restart)
@@ -129,13 +171,28 @@ impl<S: EventSink> Simulator<S> {
 
     /// Queues a lifecycle change; a `Done` event with the returned ticket reports its end.
     fn order(&self, change: Lifecycle) -> Result<u32, String> {
-        let mut state = self.open_state()?;
-        let ticket = state.next_ticket;
-        state.next_ticket = state.next_ticket.wrapping_add(1);
-        self.lifecycle
+        let ticket = self.next_ticket()?;
+        self.orders
+            .lifecycle
             .send((change, ticket))
             .map_err(|_| "the test worker has stopped".to_owned())?;
         Ok(ticket)
+    }
+
+    fn next_ticket(&self) -> Result<u32, String> {
+        Ok(Self::take_ticket(&mut *self.open_state()?))
+    }
+
+    fn take_ticket(state: &mut Inner<S>) -> u32 {
+        let ticket = state.next_ticket;
+        state.next_ticket = state.next_ticket.wrapping_add(1);
+        ticket
+    }
+
+    /// Runs `f` on the open worker and carries out what it decided.
+    fn on_worker<R>(&self, f: impl FnOnce(&mut Worker) -> Result<R, String>) -> Result<R, String> {
+        drop(self.open_state()?);
+        self.shared.apply(None, f).0
     }
 
     fn open_state(&self) -> Result<MutexGuard<'_, Inner<S>>, String> {

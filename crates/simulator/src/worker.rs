@@ -23,11 +23,15 @@ use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{
     check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES,
 };
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 /// The worker's default wait for a hello.
 pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// A close frame's payload is 125 bytes, two of them the code.
+const MAX_CLOSE_REASON_BYTES: usize = 123;
 
 /// What arrived on a connection, as the server read it.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +53,10 @@ pub enum Inbound {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
     /// Send a close frame and wait (bounded) for the job's reply.
-    Close { code: u16, reason: &'static str },
+    Close {
+        code: u16,
+        reason: Cow<'static, str>,
+    },
     /// The same, after input that can no longer be parsed: shut our side and discard the rest.
     CloseUnparseable { code: u16, reason: &'static str },
     /// Drop the socket without a close frame, as a crashed worker would.
@@ -63,7 +70,8 @@ pub enum Ending {
 impl Ending {
     fn closed(&self) -> (u16, String, Closer) {
         match self {
-            Ending::Close { code, reason } | Ending::CloseUnparseable { code, reason } => {
+            Ending::Close { code, reason } => (*code, reason.to_string(), Closer::Worker),
+            Ending::CloseUnparseable { code, reason } => {
                 (*code, (*reason).to_owned(), Closer::Worker)
             }
             Ending::Drop => (close_code::ABNORMAL, String::new(), Closer::Worker),
@@ -73,11 +81,25 @@ impl Ending {
     }
 }
 
+/// A frame the caller wrote itself, sent exactly as given, past every check of the worker's.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawFrame {
+    Text(String),
+    Binary(Vec<u8>),
+}
+
 /// What a connection's task must do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Order {
     /// Write the frame, then tell [`Worker::sent`].
     Send(WorkerFrame),
+    /// Write the raw frame, then tell [`Worker::sent_raw`].
+    SendRaw(RawFrame),
+    /// Stop reading the socket, as a hung worker or a half-open path: what the job sends, its
+    /// pings included, waits unread, so no pong goes back. Orders are still carried out.
+    Freeze,
+    /// Read the socket again.
+    Thaw,
     /// End the connection, then tell [`Worker::finished`].
     End(Ending),
 }
@@ -115,12 +137,23 @@ enum Phase {
     Ending,
 }
 
+/// What a connection is told while its hello-ack is held back ([`Worker::delay_hello_ack`]): the
+/// ack and everything sent after it go out together at `until`.
+#[derive(Debug)]
+struct HeldOutput {
+    until: Instant,
+    orders: Vec<Order>,
+}
+
 #[derive(Debug)]
 struct Connection {
     path: String,
     /// What the path names, issued or not.
     instance: Option<InstanceKey>,
     phase: Phase,
+    /// Not read by its task ([`Worker::freeze`]).
+    frozen: bool,
+    held: Option<HeldOutput>,
 }
 
 pub struct Worker {
@@ -129,6 +162,8 @@ pub struct Worker {
     connections: HashMap<u32, Connection>,
     /// Each instance's acknowledged connection.
     current: HashMap<InstanceKey, u32>,
+    /// How long each instance's hello-acks are held back.
+    ack_delays: HashMap<InstanceKey, Duration>,
     next_connection: u32,
     actions: VecDeque<Action>,
 }
@@ -140,6 +175,7 @@ impl Worker {
             registry: Registry::default(),
             connections: HashMap::new(),
             current: HashMap::new(),
+            ack_delays: HashMap::new(),
             next_connection: 1,
             actions: VecDeque::new(),
         }
@@ -262,6 +298,87 @@ impl Worker {
         Ok(connection)
     }
 
+    /// Closes the instance's current connection with `code` and `reason`, after the frames
+    /// already queued for it, as the worker does when it refuses or replaces a job. The code
+    /// must be one an endpoint may send (1000–1003, 1007–1014, 3000–4999) and the reason fit a
+    /// close frame (123 bytes). Returns the connection.
+    pub fn close_connection(
+        &mut self,
+        instance: &InstanceKey,
+        code: u16,
+        reason: String,
+    ) -> Result<u32, String> {
+        if !CloseCode::from(code).is_allowed() {
+            return Err(format!(
+                "cannot close with {code}: an endpoint sends 1000-1003, 1007-1014 or 3000-4999"
+            ));
+        }
+        if reason.len() > MAX_CLOSE_REASON_BYTES {
+            return Err(format!(
+                "cannot close with a reason of {} bytes: a close frame holds {MAX_CLOSE_REASON_BYTES}",
+                reason.len()
+            ));
+        }
+        let connection = self.current_of(instance, "close")?;
+        let reason = Cow::Owned(reason);
+        self.end(connection, Ending::Close { code, reason });
+        Ok(connection)
+    }
+
+    /// Stops reading the instance's current connection (see [`Order::Freeze`]). It stays the
+    /// instance's current one until a newer connection replaces it (4409) or it ends; a newer
+    /// connection is not frozen. Returns the connection.
+    pub fn freeze(&mut self, instance: &InstanceKey) -> Result<u32, String> {
+        let connection = self.current_of(instance, "freeze")?;
+        if let Some(conn) = self.connections.get_mut(&connection) {
+            if !std::mem::replace(&mut conn.frozen, true) {
+                self.order(connection, Order::Freeze);
+            }
+        }
+        Ok(connection)
+    }
+
+    /// Reads the instance's frozen connection again; returns it.
+    pub fn thaw(&mut self, instance: &InstanceKey) -> Result<u32, String> {
+        let connection = self
+            .connections
+            .iter()
+            .filter(|(_, c)| c.frozen && c.instance.as_ref() == Some(instance))
+            .map(|(id, _)| *id)
+            .max()
+            .ok_or_else(|| format!("cannot thaw {instance}: none of its connections is frozen"))?;
+        if let Some(conn) = self.connections.get_mut(&connection) {
+            conn.frozen = false;
+        }
+        self.order(connection, Order::Thaw);
+        Ok(connection)
+    }
+
+    /// Queues `raw` for the instance's current connection, exactly as given: the worker's own
+    /// checks (JSON, the schema, 64 KiB) do not apply. Returns the connection.
+    pub fn send_raw(&mut self, instance: &InstanceKey, raw: RawFrame) -> Result<u32, String> {
+        let connection = self.current_of(instance, "send a raw frame to")?;
+        self.order(connection, Order::SendRaw(raw));
+        Ok(connection)
+    }
+
+    /// Holds back every later hello-ack to `instance` by `delay`, and what is sent after it (a
+    /// launched target's initial state, the caller's frames) with it; zero sends them at once
+    /// again. A hello-ack already held keeps its time.
+    pub fn delay_hello_ack(
+        &mut self,
+        instance: &InstanceKey,
+        delay: Duration,
+    ) -> Result<(), String> {
+        instance.check()?;
+        if delay.is_zero() {
+            self.ack_delays.remove(instance);
+        } else {
+            self.ack_delays.insert(instance.clone(), delay);
+        }
+        Ok(())
+    }
+
     // ── the server's side ──────────────────────────────────────────────────
 
     /// A number for a socket just accepted, whether or not it becomes a WebSocket.
@@ -288,6 +405,8 @@ impl Worker {
                 path,
                 instance,
                 phase: Phase::AwaitingHello { deadline },
+                frozen: false,
+                held: None,
             },
         );
         if !known {
@@ -295,16 +414,35 @@ impl Worker {
         }
     }
 
-    /// When `connection` next needs [`Worker::handle_timeout`].
+    /// When `connection` next needs [`Worker::handle_timeout`]: its hello deadline, or the time
+    /// its held hello-ack goes out.
     pub fn poll_timeout(&self, connection: u32) -> Option<Instant> {
-        match self.connections.get(&connection)?.phase {
+        let conn = self.connections.get(&connection)?;
+        match conn.phase {
             Phase::AwaitingHello { deadline } => Some(deadline),
-            _ => None,
+            _ => conn.held.as_ref().map(|held| held.until),
         }
     }
 
-    /// It is now `now`: a connection still without a hello past its deadline is refused.
+    /// It is now `now`: a connection still without a hello past its deadline is refused, and a
+    /// held hello-ack whose time has come goes out with what was held behind it.
     pub fn handle_timeout(&mut self, now: Instant) {
+        let mut due: Vec<u32> = self
+            .connections
+            .iter()
+            .filter(|(_, c)| c.held.as_ref().is_some_and(|held| held.until <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        due.sort_unstable();
+        for connection in due {
+            let held = self
+                .connections
+                .get_mut(&connection)
+                .and_then(|c| c.held.take());
+            for order in held.map(|held| held.orders).unwrap_or_default() {
+                self.order(connection, order);
+            }
+        }
         let mut late: Vec<u32> = self
             .connections
             .iter()
@@ -321,8 +459,9 @@ impl Worker {
         }
     }
 
-    /// What arrived on `connection`. Once its end is decided only the end of its socket counts.
-    pub fn receive(&mut self, connection: u32, inbound: Inbound) {
+    /// What arrived on `connection` at `now`. Once its end is decided only the end of its
+    /// socket counts.
+    pub fn receive(&mut self, now: Instant, connection: u32, inbound: Inbound) {
         let Some(conn) = self.connections.get(&connection) else {
             return;
         };
@@ -372,7 +511,7 @@ impl Worker {
             Inbound::Gone => return self.end(connection, Ending::Gone),
         };
         if awaiting_hello {
-            self.on_hello(connection, frame)
+            self.on_hello(now, connection, frame)
         } else {
             self.on_frame(connection, frame)
         }
@@ -393,13 +532,24 @@ impl Worker {
         }
     }
 
+    /// The raw frame `connection` was ordered to send went out.
+    pub fn sent_raw(&mut self, connection: u32, raw: RawFrame) {
+        if let Some(instance) = self.instance_of(connection) {
+            self.report(Event::SentRaw {
+                connection,
+                instance,
+                raw,
+            });
+        }
+    }
+
     /// The worker stops: `connection` ends as `how` says. Returns how to end it.
     pub fn stop(&mut self, connection: u32, how: Stop) -> Ending {
         let ending = match how {
             Stop::Drop => Ending::Drop,
             Stop::Close => Ending::Close {
                 code: close_code::GOING_AWAY,
-                reason: "worker closing",
+                reason: Cow::Borrowed("worker closing"),
             },
         };
         self.forget(connection);
@@ -425,8 +575,9 @@ impl Worker {
     // ── the rules ──────────────────────────────────────────────────────────
 
     /// The first frame: a hello with the instance's token makes this connection the instance's
-    /// current one (an older one is replaced), answered with the hello-ack and initial state.
-    fn on_hello(&mut self, connection: u32, frame: JobFrame) {
+    /// current one (an older one is replaced), answered with the hello-ack and initial state,
+    /// held back if the caller delays the instance's hello-acks.
+    fn on_hello(&mut self, now: Instant, connection: u32, frame: JobFrame) {
         let JobFrame::Hello { token } = &frame else {
             let detail = format!("expected hello, got '{}'", frame.type_name());
             return self.violated(connection, Rule::NotHello, detail);
@@ -445,10 +596,15 @@ impl Worker {
         if let Some(older) = self.current.insert(instance.clone(), connection) {
             self.replaced(older);
         }
+        let delay = self.ack_delays.get(&instance).copied();
         if let Some(conn) = self.connections.get_mut(&connection) {
             conn.phase = Phase::Open {
                 awaiting_state: None,
             };
+            conn.held = delay.map(|delay| HeldOutput {
+                until: now + delay,
+                orders: Vec::new(),
+            });
         }
         self.report(Event::Received {
             connection,
@@ -513,6 +669,14 @@ impl Worker {
         }
     }
 
+    /// The instance's current connection, for the caller's `what`.
+    fn current_of(&self, instance: &InstanceKey, what: &str) -> Result<u32, String> {
+        self.current
+            .get(instance)
+            .copied()
+            .ok_or_else(|| format!("cannot {what} {instance}: not connected"))
+    }
+
     fn too_large(&mut self, connection: u32, bytes: usize) {
         let detail = format!("a frame of {bytes} bytes, over the {MAX_FRAME_BYTES}-byte limit");
         self.violated(connection, Rule::FrameTooLarge, detail);
@@ -521,7 +685,7 @@ impl Worker {
     /// A job broke `rule`: reported, then closed with the rule's code.
     fn violated(&mut self, connection: u32, rule: Rule, detail: String) {
         self.report_violation(connection, rule, detail);
-        let (code, reason) = (rule.close_code(), rule.close_reason());
+        let (code, reason) = (rule.close_code(), Cow::Borrowed(rule.close_reason()));
         self.end(connection, Ending::Close { code, reason });
     }
 
@@ -543,7 +707,7 @@ impl Worker {
     fn replaced(&mut self, older: u32) {
         let ending = Ending::Close {
             code: close_code::REPLACED,
-            reason: "replaced by a newer connection",
+            reason: Cow::Borrowed("replaced by a newer connection"),
         };
         self.end(older, ending);
     }
@@ -571,7 +735,17 @@ impl Worker {
         self.connections.get(&connection)?.instance.clone()
     }
 
+    /// Queues `order` for `connection`'s task, or behind its held hello-ack. An end is never
+    /// held: it goes at once, and what was held behind the ack is never sent.
     fn order(&mut self, connection: u32, order: Order) {
+        if let Some(conn) = self.connections.get_mut(&connection) {
+            let holds = matches!(order, Order::Send(_) | Order::SendRaw(_));
+            match conn.held.as_mut() {
+                Some(held) if holds => return held.orders.push(order),
+                Some(_) if matches!(order, Order::End(_)) => conn.held = None,
+                _ => {}
+            }
+        }
         self.actions.push_back(Action::Order { connection, order });
     }
 

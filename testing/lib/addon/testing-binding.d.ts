@@ -21,6 +21,27 @@ export declare class TestWorkerHandle {
    * returns the connection dropped.
    */
   dropConnection(jobId: string, role: string): number
+  /**
+   * Closes the instance's connection with `code` and `reason`, after what is queued for it;
+   * returns the connection closed.
+   */
+  closeConnection(jobId: string, role: string, code: number, reason?: string | undefined | null): number
+  /**
+   * Stops reading the instance's connection: its frames and pings wait unanswered. Returns
+   * the connection frozen.
+   */
+  freeze(jobId: string, role: string): number
+  /** Reads the instance's frozen connection again; returns it. */
+  thaw(jobId: string, role: string): number
+  /** Sends a text (string) or binary frame exactly as given; returns the connection. */
+  sendRaw(jobId: string, role: string, data: string | Uint8Array): number
+  /** Holds back the instance's later hello-acks by `ms` (0: not at all). */
+  delayHelloAck(jobId: string, role: string, ms: number): void
+  /**
+   * An `Elapsed` event with the returned ticket comes after `ms`, timed on the simulator's
+   * own thread.
+   */
+  timer(ms: number): number
   /** Returns the ticket its `done` event will carry. */
   restart(): number
   kill(): number
@@ -53,6 +74,8 @@ export type JsWorkerEvent =
   | { kind: 'Connection'; atMs: number; connection: number; path: string; jobId?: string; role?: string }
   | { kind: 'Frame'; atMs: number; connection: number; jobId: string; role: string; text: string }
   | { kind: 'Sent'; atMs: number; connection: number; jobId: string; role: string; text: string }
+  | { kind: 'SentRaw'; atMs: number; connection: number; jobId: string; role: string; text?: string; binary?: Buffer }
   | { kind: 'Violation'; atMs: number; connection: number; path: string; jobId?: string; role?: string; code: number; rule: string; detail: string }
   | { kind: 'Close'; atMs: number; connection: number; jobId?: string; role?: string; code: number; reason: string; by: string }
   | { kind: 'Done'; atMs: number; ticket: number; error?: string }
+  | { kind: 'Elapsed'; atMs: number; ticket: number }

@@ -50,7 +50,7 @@ impl Harness {
     }
 
     fn text(&mut self, id: u32, text: &str) -> Vec<Action> {
-        self.w.receive(id, Inbound::Text(text.to_owned()));
+        self.w.receive(self.t0, id, Inbound::Text(text.to_owned()));
         self.drain()
     }
 
@@ -98,22 +98,22 @@ fn abort(migration_id: &str) -> WorkerFrame {
 }
 
 /// The violation and close an action list holds, if any: (rule, code, reason).
-fn broke(actions: &[Action]) -> Broken {
+fn broke(actions: &[Action]) -> Option<(Rule, u16, &str)> {
     let rule = actions.iter().find_map(|a| match a {
         Action::Report(Event::Violation { rule, .. }) => Some(*rule),
         _ => None,
     })?;
-    let (code, reason) =
-        actions.iter().find_map(|a| match a {
-            Action::Order {
-                order:
-                    Order::End(
-                        Ending::Close { code, reason } | Ending::CloseUnparseable { code, reason },
-                    ),
-                ..
-            } => Some((*code, *reason)),
-            _ => None,
-        })?;
+    let (code, reason) = actions.iter().find_map(|a| match a {
+        Action::Order {
+            order: Order::End(Ending::Close { code, reason }),
+            ..
+        } => Some((*code, reason.as_ref())),
+        Action::Order {
+            order: Order::End(Ending::CloseUnparseable { code, reason }),
+            ..
+        } => Some((*code, *reason)),
+        _ => None,
+    })?;
     Some((rule, code, reason))
 }
 
@@ -512,7 +512,7 @@ fn sizes_and_encodings_break_their_rules() {
         let mut h = Harness::new();
         let id = h.connect("r");
         let unparseable = matches!(inbound, Inbound::Overflow(_));
-        h.w.receive(id, inbound);
+        h.w.receive(h.t0, id, inbound);
         let actions = h.drain();
         assert_eq!(broke(&actions), want);
         if let Some(d) = want_detail {
@@ -550,14 +550,14 @@ fn a_newer_connection_replaces_the_older_once_it_authenticates() {
         connection: older,
         order: Order::End(Ending::Close {
             code: 4409,
-            reason: "replaced by a newer connection",
+            reason: "replaced by a newer connection".into(),
         }),
     };
     assert_eq!(actions[0], replaced);
     assert_eq!(h.send(get_state("m"), Some("r")), Ok(vec![newest]));
     // What still arrives on the replaced one is ignored; its socket's end is not.
     assert_eq!(h.text(older, r#"{"type":"state","payload":1}"#), []);
-    h.w.receive(older, Inbound::Gone);
+    h.w.receive(h.t0, older, Inbound::Gone);
     assert_eq!(
         h.drain(),
         [Action::Order {
@@ -590,7 +590,7 @@ fn each_end_is_reported_as_its_close_after_the_instance_is_no_longer_current() {
         (
             Ending::Close {
                 code: 1001,
-                reason: "worker closing",
+                reason: "worker closing".into(),
             },
             1001,
             "worker closing",
@@ -646,7 +646,7 @@ fn the_jobs_close_and_a_lost_socket_end_the_connection() {
     for (inbound, ending) in cases {
         let mut h = Harness::new();
         let id = h.connect("r");
-        h.w.receive(id, inbound);
+        h.w.receive(h.t0, id, inbound);
         assert!(!h.w.is_connected(&key("r")));
         let want = Action::Order {
             connection: id,
@@ -664,7 +664,7 @@ fn a_stop_ends_every_connection_as_the_worker_stops() {
             Stop::Close,
             Ending::Close {
                 code: 1001,
-                reason: "worker closing",
+                reason: "worker closing".into(),
             },
         ),
     ];
@@ -795,6 +795,7 @@ fn an_abort_or_an_applied_target_ends_its_launch() {
             }
             _ => {
                 h.w.receive(
+                    h.t0,
                     id,
                     Inbound::Text(JobFrame::TargetApplied(AppliedSummary::default()).to_text()),
                 );
@@ -883,4 +884,248 @@ fn connections_are_numbered_from_one_in_accept_order() {
     let mut w = Worker::new(DEFAULT_HELLO_TIMEOUT);
     assert_eq!((w.accept(), w.accept(), w.accept()), (1, 2, 3));
     assert_eq!(w.hello_timeout(), Duration::from_secs(5));
+}
+
+// ── what the caller scripts: closes, freezes, raw frames, a slow hello-ack ──
+
+fn orders_for(actions: &[Action], id: u32) -> Vec<&Order> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Order { connection, order } if *connection == id => Some(order),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_close_the_caller_asks_for_comes_after_what_was_queued_with_its_code_and_reason() {
+    let mut h = Harness::new();
+    let id = h.connect("r");
+    h.w.send(get_state("m"), Some(key("r"))).unwrap();
+    assert_eq!(
+        h.w.close_connection(&key("r"), 4409, "elsewhere".to_owned()),
+        Ok(id)
+    );
+    assert!(
+        !h.w.is_connected(&key("r")),
+        "no longer current once its end is decided"
+    );
+    let actions = h.drain();
+    let orders = orders_for(&actions, id);
+    assert!(matches!(
+        orders[0],
+        Order::Send(WorkerFrame::GetState { .. })
+    ));
+    let close = Order::End(Ending::Close {
+        code: 4409,
+        reason: "elsewhere".into(),
+    });
+    assert_eq!(orders[1], &close);
+    h.w.finished(
+        id,
+        &Ending::Close {
+            code: 4409,
+            reason: "elsewhere".into(),
+        },
+    );
+    let closed = Event::Closed {
+        connection: id,
+        instance: Some(key("r")),
+        code: 4409,
+        reason: "elsewhere".to_owned(),
+        by: Closer::Worker,
+    };
+    assert_eq!(h.drain(), [Action::Report(closed)]);
+}
+
+#[test]
+fn a_close_needs_a_code_an_endpoint_may_send_a_reason_that_fits_and_a_connection() {
+    let cases: [(u16, usize, bool); 10] = [
+        (1000, 0, true),
+        (1011, 0, true),
+        (3000, 0, true),
+        (4999, 123, true),
+        (1005, 0, false),
+        (1006, 0, false),
+        (1015, 0, false),
+        (2999, 0, false),
+        (5000, 0, false),
+        (4000, 124, false),
+    ];
+    for (code, reason_bytes, allowed) in cases {
+        let mut h = Harness::new();
+        h.connect("r");
+        let got =
+            h.w.close_connection(&key("r"), code, "x".repeat(reason_bytes));
+        assert_eq!(
+            got.is_ok(),
+            allowed,
+            "{code} with {reason_bytes} bytes: {got:?}"
+        );
+        assert_eq!(h.w.is_connected(&key("r")), !allowed, "{code}");
+    }
+    let mut h = Harness::new();
+    assert_eq!(
+        h.w.close_connection(&key("r"), 1000, String::new()),
+        Err("cannot close j/r: not connected".to_owned())
+    );
+}
+
+#[test]
+fn a_frozen_connection_stays_current_until_a_newer_one_replaces_it_and_that_one_is_not_frozen() {
+    let mut h = Harness::new();
+    let frozen = h.connect("r");
+    assert_eq!(h.w.freeze(&key("r")), Ok(frozen));
+    assert_eq!(
+        h.drain(),
+        [Action::Order {
+            connection: frozen,
+            order: Order::Freeze
+        }]
+    );
+    assert_eq!(h.w.freeze(&key("r")), Ok(frozen));
+    assert_eq!(h.drain(), [], "freezing twice orders it once");
+    assert!(h.w.is_connected(&key("r")));
+    // Its job gives up on it and comes back on a new connection.
+    let token = h.w.issue(&key("r")).unwrap();
+    let (newer, _) = h.open_at(0, &path("r"));
+    let actions = h.text(newer, &hello(&token));
+    assert!(matches!(
+        orders_for(&actions, frozen)[..],
+        [Order::End(Ending::Close { code: 4409, .. })]
+    ));
+    assert!(!orders_for(&actions, newer).contains(&&Order::Freeze));
+    // The frozen one is still there until its task ends it: thawing reaches it, not the newer.
+    assert_eq!(h.w.thaw(&key("r")), Ok(frozen));
+    assert_eq!(
+        h.drain(),
+        [Action::Order {
+            connection: frozen,
+            order: Order::Thaw
+        }]
+    );
+    assert_eq!(
+        h.w.thaw(&key("r")),
+        Err("cannot thaw j/r: none of its connections is frozen".to_owned())
+    );
+    assert_eq!(
+        h.w.freeze(&key("other")),
+        Err("cannot freeze j/other: not connected".to_owned())
+    );
+}
+
+#[test]
+fn a_raw_frame_goes_out_unchecked_and_is_reported_once_sent() {
+    let cases = [
+        RawFrame::Text("not json".to_owned()),
+        RawFrame::Text(format!(
+            r#"{{"type":"hello-ack","pad":"{}"}}"#,
+            "x".repeat(70_000)
+        )),
+        RawFrame::Binary(vec![0, 255, 1]),
+    ];
+    for raw in cases {
+        let mut h = Harness::new();
+        let id = h.connect("r");
+        assert_eq!(h.w.send_raw(&key("r"), raw.clone()), Ok(id));
+        assert_eq!(
+            h.drain(),
+            [Action::Order {
+                connection: id,
+                order: Order::SendRaw(raw.clone())
+            }]
+        );
+        h.w.sent_raw(id, raw.clone());
+        let sent = Event::SentRaw {
+            connection: id,
+            instance: key("r"),
+            raw,
+        };
+        assert_eq!(h.drain(), [Action::Report(sent)]);
+    }
+    let mut h = Harness::new();
+    assert_eq!(
+        h.w.send_raw(&key("r"), RawFrame::Text(String::new())),
+        Err("cannot send a raw frame to j/r: not connected".to_owned())
+    );
+}
+
+#[test]
+fn a_delayed_hello_ack_goes_out_at_its_time_with_what_was_sent_behind_it() {
+    let mut h = Harness::new();
+    let token =
+        h.w.launch_target("m".to_owned(), &key("t"), Some("7".to_owned()))
+            .unwrap();
+    h.w.delay_hello_ack(&key("t"), Duration::from_millis(300))
+        .unwrap();
+    let (id, _) = h.open_at(0, &path("t"));
+    let actions = h.text(id, &hello(&token));
+    assert_eq!(received(&actions), ["hello"]);
+    assert_eq!(
+        sends(&actions),
+        [],
+        "the ack and the initial state are held"
+    );
+    assert!(h.w.is_connected(&key("t")), "its hello counts at once");
+    h.w.send(abort("m"), Some(key("t"))).unwrap();
+    assert_eq!(h.drain(), [], "what the caller sends waits behind the ack");
+    assert_eq!(h.w.poll_timeout(id), Some(h.at(300)));
+    h.w.handle_timeout(h.at(299));
+    assert_eq!(h.drain(), []);
+    h.w.handle_timeout(h.at(300));
+    let types: Vec<String> = sends(&h.drain())
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect();
+    assert!(types[0].contains(r#""type":"hello-ack""#), "{types:?}");
+    assert!(types[1].contains(r#""type":"initial-state""#), "{types:?}");
+    assert!(types[2].contains(r#""type":"abort""#), "{types:?}");
+    assert_eq!(h.w.poll_timeout(id), None);
+}
+
+#[test]
+fn a_delay_holds_every_later_ack_until_set_to_zero() {
+    let mut h = Harness::new();
+    let token = h.w.issue(&key("r")).unwrap();
+    h.w.delay_hello_ack(&key("r"), Duration::from_millis(100))
+        .unwrap();
+    for _ in 0..2 {
+        let (id, _) = h.open_at(0, &path("r"));
+        assert_eq!(sends(&h.text(id, &hello(&token))), [], "held");
+        assert_eq!(h.w.poll_timeout(id), Some(h.at(100)));
+    }
+    h.w.delay_hello_ack(&key("r"), Duration::ZERO).unwrap();
+    let (id, _) = h.open_at(0, &path("r"));
+    assert_eq!(
+        sends(&h.text(id, &hello(&token))).len(),
+        1,
+        "the ack at once"
+    );
+    assert!(h.w.delay_hello_ack(&key(""), Duration::ZERO).is_err());
+}
+
+#[test]
+fn an_end_is_not_held_behind_a_delayed_ack_and_what_was_held_never_goes() {
+    let mut h = Harness::new();
+    let token = h.w.issue(&key("r")).unwrap();
+    h.w.delay_hello_ack(&key("r"), Duration::from_millis(100))
+        .unwrap();
+    let (id, _) = h.open_at(0, &path("r"));
+    h.text(id, &hello(&token));
+    h.w.receive(h.at(50), id, Inbound::Close(1000, "gave up".to_owned()));
+    let ending = Ending::Reply {
+        code: 1000,
+        reason: "gave up".to_owned(),
+    };
+    assert_eq!(
+        h.drain(),
+        [Action::Order {
+            connection: id,
+            order: Order::End(ending)
+        }]
+    );
+    assert_eq!(h.w.poll_timeout(id), None);
+    h.w.handle_timeout(h.at(100));
+    assert_eq!(h.drain(), []);
 }
