@@ -111,7 +111,7 @@ describe('freeze and thaw', () => {
     expect(replaced.connection).toBe(frozen)
     expect(realMs() - started).toBeGreaterThanOrEqual(150)
     await worker.waitForConnection()
-    expect(await worker.propose('m1', { timeoutMs: 2_000 })).toEqual({ state: { n: 1 } })
+    expect(await worker.propose('m1', { timeoutMs: 2_000 })).toEqual({ type: 'state', state: { n: 1 } })
     expect(() => worker.thaw()).toThrow('none of its connections is frozen')
   })
 
@@ -224,7 +224,7 @@ describe('reset', () => {
     await worker.waitForFrame('hello')
     worker.reset()
     for (const records of [worker.connections, worker.frames, worker.sent, worker.closes, worker.violations]) expect(records).toEqual([])
-    expect(await worker.propose('m1')).toEqual({ state: 'ok' })
+    expect(await worker.propose('m1')).toEqual({ type: 'state', state: 'ok' })
     expect(worker.frames.map((r) => r.frame.type)).toEqual(['state'])
     // The next hello is the reconnect's, not the one returned before the reset.
     worker.dropConnection()

@@ -123,7 +123,7 @@ describe('the JavaScript reference client against the scripted worker', () => {
     await connected({ onGetState: () => ({ n: 2 }) })
     worker.reset()
     expect(worker.frames).toEqual([])
-    expect(await worker.propose('m1')).toEqual({ state: { n: 2 } })
+    expect(await worker.propose('m1')).toEqual({ type: 'state', state: { n: 2 } })
   })
 
   test('strict: its hello with a wrong token rejects the pending wait with the rule', async () => {

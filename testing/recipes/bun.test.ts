@@ -12,7 +12,7 @@ test('answers a propose, and aborts nothing', async () => {
   await using worker = await startTestWorker({ strict: true }) // closed, and checked, at the end
   using product = startProduct(worker.env())
   await worker.waitForConnection()
-  expect(await worker.propose('m1')).toEqual({ state: { position: 42 } })
+  expect(await worker.propose('m1')).toEqual({ type: 'state', state: { position: 42 } })
   await worker.expectNoFrame('abort', { withinMs: 100 })
   expect(product.role).toBe('source')
 })
@@ -24,6 +24,6 @@ test('comes back after the worker closes its connection with 4001', async () => 
   worker.reset() // forget the first connection's records
   await worker.closeConnection(4001, 'try again')
   await worker.waitForConnection() // the product reconnected by itself
-  expect(await worker.propose('m2')).toEqual({ state: { position: 42 } })
+  expect(await worker.propose('m2')).toEqual({ type: 'state', state: { position: 42 } })
   expect(product.role).toBe('source')
 })

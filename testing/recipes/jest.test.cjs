@@ -23,7 +23,7 @@ afterEach(async () => {
 test('answers a propose, and aborts nothing', async () => {
   product = startProduct(worker.env())
   await worker.waitForConnection()
-  expect(await worker.propose('m1')).toEqual({ state: { position: 42 } })
+  expect(await worker.propose('m1')).toEqual({ type: 'state', state: { position: 42 } })
   await worker.expectNoFrame('abort', { withinMs: 100 })
 })
 

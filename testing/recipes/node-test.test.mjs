@@ -25,7 +25,7 @@ afterEach(async () => {
 test('answers a propose, and aborts nothing', async () => {
   product = startProduct(worker.env())
   await worker.waitForConnection()
-  assert.deepEqual(await worker.propose('m1'), { state: { position: 42 } })
+  assert.deepEqual(await worker.propose('m1'), { type: 'state', state: { position: 42 } })
   await worker.expectNoFrame('abort', { withinMs: 100 })
 })
 

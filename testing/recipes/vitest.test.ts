@@ -22,7 +22,7 @@ afterEach(async () => {
 test('answers a propose, and aborts nothing', async () => {
   using product = startProduct(worker.env()) // closed at the end of the block
   await worker.waitForConnection()
-  expect(await worker.propose('m1')).toEqual({ state: { position: 42 } })
+  expect(await worker.propose('m1')).toEqual({ type: 'state', state: { position: 42 } })
   await worker.expectNoFrame('abort', { withinMs: 100 })
   expect(product.role).toBe('source')
 })
@@ -33,7 +33,7 @@ test('comes back after the worker closes its connection with 1011', async () => 
   worker.reset() // forget the first connection's records
   await worker.closeConnection(1011, 'worker error')
   await worker.waitForConnection() // the product reconnected by itself
-  expect(await worker.propose('m2')).toEqual({ state: { position: 42 } })
+  expect(await worker.propose('m2')).toEqual({ type: 'state', state: { position: 42 } })
 })
 
 test('finds a hung worker by its heartbeat, and reconnects', async () => {
@@ -42,7 +42,7 @@ test('finds a hung worker by its heartbeat, and reconnects', async () => {
   worker.freeze() // reads nothing, answers no ping
   await worker.waitForClose({ code: 4409 }) // the new connection replaced the frozen one
   await worker.waitForConnection()
-  expect(await worker.propose('m3')).toEqual({ state: { position: 42 } })
+  expect(await worker.propose('m3')).toEqual({ type: 'state', state: { position: 42 } })
   expect(product.role).toBe('source')
 })
 
