@@ -47,6 +47,7 @@ WASM=$ROOT/lib/addon/ctl-migration.wasm32-wasip1.wasm
 if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then npm run build; fi
 [ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ]
 [ -f lib/addon/wasm-runtime.js ] || node scripts/bundle-wasm-runtime.mjs
+[ -f lib/client.bundle.js ] || node scripts/bundle-glue.mjs
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$TMP"' EXIT; fi
@@ -80,7 +81,7 @@ node -e '
 if [ -n "$(find "$TMP/stage/package" -name '*.node')" ]; then echo "the root package must not carry a binary" >&2; exit 1; fi
 # The WebAssembly fallback and what runs it are in the root package itself: no install option can
 # leave them out.
-for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js LICENSE; do
+for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js lib/client.bundle.js lib/client.bundle.mjs LICENSE; do
   [ -f "$TMP/stage/package/$f" ] || { echo "the root package lacks $f" >&2; exit 1; }
 done
 (cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)

@@ -56,8 +56,10 @@ PKG=$STAGE/package
 
 # ── 1. stage ─────────────────────────────────────────────────────────────────
 say "stage in $PKG"
-# The WebAssembly fallback's runtime is generated, like the binaries (scripts/bundle-wasm-runtime.mjs).
+# The WebAssembly fallback's runtime and the client's entries are generated, like the binaries
+# (scripts/bundle-wasm-runtime.mjs, scripts/bundle-glue.mjs).
 node scripts/bundle-wasm-runtime.mjs
+node scripts/bundle-glue.mjs
 # What npm pack takes of the root package ("files", README, LICENSE, package.json), as it is in git.
 npm pack --dry-run --json --ignore-scripts 2>/dev/null |
   node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { for (const f of JSON.parse(s)[0].files) console.log(f.path) })' |

@@ -41,8 +41,13 @@ function locate() {
     throw bundledError(`this runtime (${process.version}) gives its bundled code no way to load files`)
   }
   const marker = (/** @type {string} */ dir) => fs.existsSync(path.join(dir, 'napi-loader.js'))
-  // Not bundled: this file sits in lib/addon/ itself.
-  if (typeof __dirname === 'string' && marker(__dirname)) return module.createRequire(__filename)
+  // Not bundled by a product: this file sits in lib/addon/ itself, or in the package's own
+  // bundle of its glue beside lib/addon/ (lib/client.bundle.js, scripts/bundle-glue.mjs).
+  if (typeof __dirname === 'string') {
+    for (const dir of [__dirname, path.join(__dirname, 'addon')]) {
+      if (marker(dir)) return module.createRequire(path.join(dir, 'own-require.js'))
+    }
+  }
   // Bundled: the copy npm installed, found from the bundle's file, the entry script or the
   // working directory, as Node would resolve the package from there.
   const bases = [typeof __filename === 'string' ? __filename : '', process.argv[1] || '', path.join(process.cwd(), 'index.js')]
