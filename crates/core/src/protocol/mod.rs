@@ -19,7 +19,7 @@ mod tests;
 
 pub use actions::*;
 use clock::{display_ms, Deadlines, Waiting};
-pub use clock::{Deadline, Wait, CLOSE_HANDSHAKE_LIMIT_MS};
+pub use clock::{Deadline, Wait, CLOSE_HANDSHAKE_LIMIT_MS, PONG_WAIT_MS};
 
 use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
@@ -599,6 +599,7 @@ impl Protocol {
         }
         if self.cfg.confirm_by_ping {
             out.ping_after = Some(self.next_ping());
+            self.arm_pong_wait();
         }
         self.send(out.clone());
         self.note_report(type_name, ReportOutcome::Sent);
@@ -610,6 +611,13 @@ impl Protocol {
             end_bytes: self.sent_bytes,
             untransmitted: false,
         });
+    }
+
+    /// A report was sent with a ping after it, and its pong has not come.
+    fn awaits_pong(&self) -> bool {
+        self.unconfirmed
+            .as_ref()
+            .is_some_and(|u| u.out.ping_after.is_some())
     }
 
     /// The number for the next ping.
