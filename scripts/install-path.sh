@@ -81,7 +81,7 @@ node -e '
 if [ -n "$(find "$TMP/stage/package" -name '*.node')" ]; then echo "the root package must not carry a binary" >&2; exit 1; fi
 # The WebAssembly fallback and what runs it are in the root package itself: no install option can
 # leave them out.
-for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js lib/client.bundle.js lib/client.bundle.mjs LICENSE; do
+for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js lib/client.bundle.js lib/client.bundle.mjs lib/client.esm-bridge.js LICENSE; do
   [ -f "$TMP/stage/package/$f" ] || { echo "the root package lacks $f" >&2; exit 1; }
 done
 (cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
