@@ -333,7 +333,10 @@ impl Harness {
             assert!(at.is_finite(), "a deadline at {at}");
         }
         if self.core.pong_may_wait() {
-            assert!(self.m.unconfirmed.is_some(), "a pong waited for with no report unconfirmed");
+            assert!(
+                self.m.unconfirmed.is_some(),
+                "a pong waited for with no report unconfirmed"
+            );
         }
         let acked = self.m.sock.as_ref().is_some_and(|s| s.acked);
         assert_eq!(self.core.connected(), acked, "connected() disagrees");
