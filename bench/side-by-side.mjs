@@ -5,8 +5,10 @@
 // is taken in alternating rounds, each implementation going first in turn, so that drift in the
 // machine's load hits them alike. Prints each round's p50 per implementation, then the median of
 // the rounds' p50s and each implementation's ratio to every other, for: import (`require` and
-// ESM `import`, wall time added to a bare `node -e ""`), and the round trips of bench/run.mjs
-// (timed at the worker, in its own process; one client process per implementation).
+// ESM `import`, timed inside a fresh process around the call: on a loaded machine a whole
+// process's wall time minus a bare node's, as bench/run.mjs takes it, is mostly the noise of
+// starting node), and the round trips of bench/run.mjs (timed at the worker, in its own process;
+// one client process per implementation).
 //   node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12 (0: none)] <label>=<module> ...
 // e.g. node bench/side-by-side.mjs reference=/tmp/ref/migration-client.js plain=bench/js-client.mjs \
 //        main=../main/lib/client.js this=.
@@ -69,29 +71,29 @@ const median = (xs) => quantile(xs, 0.5)
 /** Every order a round can take: each implementation goes first in turn. */
 const rotation = (r) => impls.map((_, j) => impls[(r + j) % impls.length])
 
-// ── import: whole-process wall time minus a bare node's, the variants taking turns ──────────
-function spawnMs(args) {
-  const t0 = process.hrtime.bigint()
-  const r = spawnSync(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 30_000 })
+// ── import: timed inside a fresh process each, the variants taking turns ─────────────────────
+function importMs(args) {
+  const r = spawnSync(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8', timeout: 30_000 })
   if (r.status !== 0) throw new Error(`node ${args.join(' ')}: ${r.stderr}`)
-  return Number(process.hrtime.bigint() - t0) / 1e6
+  return Number(r.stdout)
 }
 function importRound() {
-  const variants = [{ key: 'bare', args: ['-e', ''] }]
+  const timed = (load) => `const t = performance.now(); ${load}; process.stdout.write(String(performance.now() - t))`
+  const variants = []
   for (const impl of impls) {
-    variants.push({ key: `${impl.label}:cjs`, args: ['-e', `require(${JSON.stringify(impl.cjs)})`] })
-    variants.push({ key: `${impl.label}:esm`, args: ['--input-type=module', '-e', `import ${JSON.stringify(impl.esm)}`] })
+    variants.push({ key: `${impl.label}:cjs`, args: ['-e', timed(`require(${JSON.stringify(impl.cjs)})`)] })
+    // A dynamic import: the first one also starts Node's ES module loader, as a static import does.
+    variants.push({ key: `${impl.label}:esm`, args: ['--input-type=module', '-e', timed(`await import(${JSON.stringify(impl.esm)})`)] })
   }
   const ms = Object.fromEntries(variants.map((v) => [v.key, []]))
-  for (const v of variants) spawnMs(v.args) // the page cache
+  for (const v of variants) importMs(v.args) // the page cache
   for (let i = 0; i < opt.imports; i++) {
     for (let j = 0; j < variants.length; j++) {
       const v = variants[(i + j) % variants.length]
-      ms[v.key].push(spawnMs(v.args))
+      ms[v.key].push(importMs(v.args))
     }
   }
-  const bare = median(ms.bare)
-  return Object.fromEntries(variants.slice(1).map((v) => [v.key, median(ms[v.key]) - bare]))
+  return Object.fromEntries(variants.map((v) => [v.key, median(ms[v.key])]))
 }
 
 // ── round trips ──────────────────────────────────────────────────────────────────────────────
@@ -164,7 +166,7 @@ const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(1))
 const labels = impls.map((i) => i.label)
 const lines = [
   `side-by-side, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC — node ${process.version}; ${opt.rounds} alternating rounds; ` +
-    `round trips p50 in µs (${opt.n} a round, 3 ms apart and 36 KB ${Math.ceil(opt.n / 5)}), import in ms added to a bare node (${opt.imports} runs a round)`,
+    `round trips p50 in µs (${opt.n} a round, 3 ms apart and 36 KB ${Math.ceil(opt.n / 5)}), import in ms inside the process (median of ${opt.imports} processes a round)`,
   '',
   `| p50 per round | ${labels.join(' | ')} |`,
   `|:--|${labels.map(() => '--:').join('|')}|`,
