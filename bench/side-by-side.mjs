@@ -79,7 +79,8 @@ function importMs(args) {
 }
 function importRound() {
   const timed = (load) => `const t = performance.now(); ${load}; process.stdout.write(String(performance.now() - t))`
-  const variants = []
+  // What starting Node's ES module loader costs on its own: an empty module.
+  const variants = [{ key: 'loader:esm', args: ['--input-type=module', '-e', timed(`await import(${JSON.stringify(pathToFileURL(join(here, 'empty.mjs')).href)})`)] }]
   for (const impl of impls) {
     variants.push({ key: `${impl.label}:cjs`, args: ['-e', timed(`require(${JSON.stringify(impl.cjs)})`)] })
     // A dynamic import: the first one also starts Node's ES module loader, as a static import does.
@@ -158,6 +159,7 @@ for (let r = 0; r < opt.rounds; r++) {
   for (const impl of impls) {
     put('import (require), ms', impl.label, imports[`${impl.label}:cjs`])
     put('import (ESM), ms', impl.label, imports[`${impl.label}:esm`])
+    put('import (ESM) net of the ES module loader (an empty .mjs), ms', impl.label, imports[`${impl.label}:esm`] - imports['loader:esm'])
   }
 }
 worker.send({ cmd: 'exit' })
