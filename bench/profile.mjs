@@ -27,7 +27,7 @@ const [scenario = 'cutover', nArg = '2000'] = args.filter((a) => a !== '--busy')
 const n = Number(nArg)
 const moduleUrl = vs
   ? pathToFileURL(resolve(process.cwd(), vs)).href
-  : pathToFileURL(join(here, '..', 'lib', 'client.mjs')).href
+  : import.meta.resolve('@norskvideo/ctl-migration')
 if (vs && !existsSync(fileURLToPath(moduleUrl))) throw new Error(`no such module ${vs}`)
 
 const LIMIT_MS = 10 * 60_000

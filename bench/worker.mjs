@@ -34,6 +34,10 @@ const SCENARIOS = {
     check: (m) => Array.isArray(m.payload) && m.payload.length === BIG.length && m.payload[599].id === BIG[599].id,
   },
 }
+// A report round trip as the worker feels it: the cutover exchange, each one sent 3 ms after the
+// last answer, so nothing the previous exchange left behind (a confirming ping and its pong, D13)
+// is still in either process when the frame goes.
+SCENARIOS['cutover-paced'] = { ...SCENARIOS.cutover, gapMs: 3 }
 // The floor: the same frames, echoed verbatim by a bare `ws` peer in another process.
 SCENARIOS['echo-small'] = { send: SCENARIOS.cutover.send, raw: true }
 SCENARIOS['echo-36k'] = { send: SCENARIOS['cutover-36k'].send, raw: true }
@@ -105,6 +109,7 @@ function run(id, scenario, n, jitterMs) {
       }
       // A random gap (busy runs) spreads the sends over the client's busy/free cycle.
       if (jitterMs > 0) setTimeout(next, Math.random() * jitterMs)
+      else if (sc.gapMs) setTimeout(next, sc.gapMs)
       else setImmediate(next)
     }
     next()

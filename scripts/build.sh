@@ -8,6 +8,8 @@
 #                                          without the native transport)
 #   wasm-runtime.js                        what runs that module (emnapi, bundled as CommonJS by
 #                                          scripts/bundle-wasm-runtime.mjs)
+# and the client's entries, its JavaScript glue bundled into one file each
+# (lib/client.bundle.js, lib/client.bundle.mjs: scripts/bundle-glue.mjs),
 # and regenerates the native loader (lib/addon/napi-loader.js) and the binding's types.
 #   scripts/build.sh               release
 #   scripts/build.sh --debug       debug (faster to build, for iterating)
@@ -42,3 +44,4 @@ rm -rf "$WASM_OUT"
   --dts binding.d.ts
 cp "$WASM_OUT/ctl-migration.wasm32-wasip1.wasm" lib/addon/
 node scripts/bundle-wasm-runtime.mjs
+node scripts/bundle-glue.mjs

@@ -59,6 +59,7 @@ WASM=$ROOT/lib/addon/ctl-migration.wasm32-wasip1.wasm
 if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then npm run build; fi
 [ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ]
 [ -f lib/addon/wasm-runtime.js ] || node scripts/bundle-wasm-runtime.mjs
+[ -f lib/client.bundle.js ] || node scripts/bundle-glue.mjs
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$TMP"' EXIT; fi
@@ -94,7 +95,7 @@ for pair in .:client testing:testing; do
 done
 # The WebAssembly fallback and what runs it are in the client itself: no install option can
 # leave them out.
-for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js LICENSE; do
+for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js lib/client.bundle.js lib/client.bundle.mjs lib/client.esm-bridge.js LICENSE; do
   [ -f "$TMP/stage/client/$f" ] || { echo "the client package lacks $f" >&2; exit 1; }
 done
 # The production addon carries no worker simulator (it is the testing addon's alone).

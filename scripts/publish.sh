@@ -63,8 +63,10 @@ PKG=$STAGE/package
 TESTING=$STAGE/testing
 rm -rf "$TESTING"
 say "stage in $PKG and $TESTING"
-# The WebAssembly fallback's runtime is generated, like the binaries (scripts/bundle-wasm-runtime.mjs).
+# The WebAssembly fallback's runtime and the client's entries are generated, like the binaries
+# (scripts/bundle-wasm-runtime.mjs, scripts/bundle-glue.mjs).
 node scripts/bundle-wasm-runtime.mjs
+node scripts/bundle-glue.mjs
 # stage SRC DEST: what npm pack takes of the package in SRC ("files", README, LICENSE,
 # package.json), as it is in git, and its npm/<platform>/ packages with the LICENSE, into DEST.
 stage() {

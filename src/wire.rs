@@ -100,9 +100,45 @@ impl Tcp {
         }
     }
 
-    /// Whether input is waiting in the kernel (or the peer has closed), without taking it.
-    pub fn has_input(&self) -> bool {
-        !matches!(self.socket.peek(&mut [0u8]), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    /// Whether more than `bytes` of input are waiting in the kernel (or the peer has closed),
+    /// without taking them.
+    pub fn has_input_beyond(&self, bytes: usize) -> bool {
+        let mut peeked = [0u8; 64];
+        match self.socket.peek(&mut peeked[..(bytes + 1).min(64)]) {
+            Ok(0) => true,
+            Ok(n) => n > bytes,
+            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+        }
+    }
+
+    /// Input of fewer than `bytes` does not make the socket readable to a poll, so it wakes
+    /// nobody (`SO_RCVLOWAT`); more input, the end of the stream or an error still do, and a
+    /// read takes whatever is there. Lowering it wakes a poll at once if the input now counts.
+    #[cfg(unix)]
+    pub fn readable_from(&self, bytes: usize) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        // SAFETY: an open socket, and an int option of the size given.
+        let status = unsafe {
+            libc::setsockopt(
+                self.socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                (&bytes as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Off Unix the JavaScript thread never polls the socket: nothing to spare it.
+    #[cfg(not(unix))]
+    pub fn readable_from(&self, _bytes: usize) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
     }
 
     /// Stops writing: the worker reads the end of the stream after what was sent.
@@ -142,6 +178,12 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// Frames lie in the socket as they are, not inside TLS records: a frame's size is the
+    /// input's.
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Stream::Plain(_))
+    }
+
     pub fn tcp(&self) -> &Tcp {
         match self {
             Stream::Plain(tcp) => tcp,

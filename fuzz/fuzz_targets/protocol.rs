@@ -22,7 +22,8 @@
 //!   which it can only do once it read the report (the model's worker answers only pings it
 //!   read, in order); one unconfirmed when its socket ends is the held one, unless a newer
 //!   report replaced it; a confirmed one is never held, so never sent again; a pong with a
-//!   number never sent or no number confirms nothing.
+//!   number never sent or no number confirms nothing; a pong may wait to be read only while a
+//!   report awaits it.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -38,7 +39,12 @@ use std::collections::VecDeque;
 
 const IDS: [&str; 3] = ["a", "b", "c"];
 /// The deadlines of a socket or an attempt.
-const LIVENESS: [Deadline; 3] = [Deadline::Connect, Deadline::Ping, Deadline::Silence];
+const LIVENESS: [Deadline; 4] = [
+    Deadline::Connect,
+    Deadline::Ping,
+    Deadline::Silence,
+    Deadline::PongWait,
+];
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 struct Id(u8);
@@ -326,6 +332,12 @@ impl Harness {
         if let Some(at) = self.core.poll_timeout() {
             assert!(at.is_finite(), "a deadline at {at}");
         }
+        if self.core.pong_may_wait() {
+            assert!(
+                self.m.unconfirmed.is_some(),
+                "a pong waited for with no report unconfirmed"
+            );
+        }
         let acked = self.m.sock.as_ref().is_some_and(|s| s.acked);
         assert_eq!(self.core.connected(), acked, "connected() disagrees");
         assert_eq!(
@@ -607,7 +619,7 @@ impl Harness {
                 self.fail_stale();
             }
             Event::Timer => self.fire(Deadline::Reconnect),
-            Event::Liveness(k) => self.fire(LIVENESS[usize::from(k % 3)]),
+            Event::Liveness(k) => self.fire(LIVENESS[usize::from(k) % LIVENESS.len()]),
             Event::Traffic(ms) => {
                 self.m.now += f64::from(ms);
                 if self.m.sock.is_some() {

@@ -51,8 +51,13 @@ function locate({ name, version, marker, filename }) {
     throw bundledError(name, `this runtime (${process.version}) gives its bundled code no way to load files`)
   }
   const hasMarker = (/** @type {string} */ dir) => fs.existsSync(path.join(dir, marker))
-  // Not bundled: the calling module sits in lib/addon/ itself.
-  if (filename && hasMarker(path.dirname(filename))) return module.createRequire(filename)
+  // Not bundled by a product: the calling module sits in lib/addon/ itself, or is the package's
+  // own bundle of its glue beside lib/addon/ (lib/client.bundle.js, scripts/bundle-glue.mjs).
+  if (filename) {
+    for (const dir of [path.dirname(filename), path.join(path.dirname(filename), 'addon')]) {
+      if (hasMarker(dir)) return module.createRequire(path.join(dir, marker))
+    }
+  }
   // Bundled: the copy the package manager installed, found from the bundle's own file or the
   // entry script, as Node would resolve the package from there. Never from the working
   // directory: whoever can write there could plant code the product would run.

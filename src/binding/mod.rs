@@ -385,12 +385,17 @@ impl Client {
         &mut self,
         f: impl FnOnce(&mut Protocol) -> std::result::Result<(), TooLarge>,
     ) -> Actions {
-        Actions(match self.run(|core, _| f(core)) {
-            (Ok(()), actions) => actions,
-            (Err(too_large), _) => vec![JsAction::TooLarge {
-                message: too_large.to_string(),
-            }],
-        })
+        Actions(
+            match self.run(|core, now| {
+                core.tell(now);
+                f(core)
+            }) {
+                (Ok(()), actions) => actions,
+                (Err(too_large), _) => vec![JsAction::TooLarge {
+                    message: too_large.to_string(),
+                }],
+            },
+        )
     }
 }
 

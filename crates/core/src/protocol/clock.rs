@@ -16,6 +16,16 @@ const DEFAULT_WRITE_LIMIT_MS: f64 = 30_000.0;
 /// No deadline comes sooner than this after the event that set it, as no setTimeout fires
 /// sooner: a heartbeat of a microsecond must not spin its transport.
 const MIN_DELAY_MS: f64 = 1.0;
+/// D13: how long the pong that confirms a report may wait in the socket to be read with the
+/// worker's next frame, rather than wake the client for itself. A worker answers the ping as it
+/// reads the report, so the proof is there within a round trip, and read before anything after
+/// it (the end of a connection included): a report read is never held. Waiting only spares the
+/// product's thread a wake-up for a frame no handler sees in the middle of an exchange; this
+/// bounds how late the `confirmed` note and a worker's own small frame sent meanwhile (a ping, a
+/// close) can be. Timed from the first report of a burst, not moved by later ones: the
+/// transport's own thread, which ends the wait, wakes for it twice per this period at most, not
+/// per report; at 5 ms a burst of 200 round trips woke it 20 times, at this a handful.
+pub const PONG_WAIT_MS: f64 = 50.0;
 
 /// The protocol's rules about time, one deadline each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,14 +38,18 @@ pub enum Deadline {
     Ping,
     /// The silence limit may have been reached; checked against the last traffic.
     Silence,
+    /// D13: the pong to a report's ping has waited long enough to be read with a frame; the
+    /// transport reads it on its own from now on ([`PONG_WAIT_MS`]).
+    PongWait,
 }
 
 impl Deadline {
-    const ALL: [Deadline; 4] = [
+    const ALL: [Deadline; 5] = [
         Deadline::Reconnect,
         Deadline::Connect,
         Deadline::Ping,
         Deadline::Silence,
+        Deadline::PongWait,
     ];
 }
 
@@ -46,6 +60,7 @@ pub(super) struct Deadlines {
     connect: Option<f64>,
     ping: Option<f64>,
     silence: Option<f64>,
+    pong_wait: Option<f64>,
 }
 
 impl Deadlines {
@@ -55,6 +70,7 @@ impl Deadlines {
             Deadline::Connect => self.connect,
             Deadline::Ping => self.ping,
             Deadline::Silence => self.silence,
+            Deadline::PongWait => self.pong_wait,
         }
     }
 
@@ -64,6 +80,7 @@ impl Deadlines {
             Deadline::Connect => &mut self.connect,
             Deadline::Ping => &mut self.ping,
             Deadline::Silence => &mut self.silence,
+            Deadline::PongWait => &mut self.pong_wait,
         }
     }
 
@@ -85,7 +102,7 @@ impl Deadlines {
 
     /// Those due by `now`, earliest first.
     pub fn due(&self, now: f64) -> impl Iterator<Item = (f64, Deadline)> {
-        let mut due: [Option<(f64, Deadline)>; 4] =
+        let mut due: [Option<(f64, Deadline)>; 5] =
             Deadline::ALL.map(|d| self.get(d).filter(|at| *at <= now).map(|at| (at, d)));
         // The ones not due last.
         due.sort_by(|a, b| match (a, b) {
@@ -209,6 +226,8 @@ impl Protocol {
                     self.arm(Deadline::Ping, period);
                 }
             }
+            // Over: `pong_may_wait` says so to the transport.
+            Deadline::PongWait => {}
             Deadline::Silence => {
                 let Some(limit) = self.silence_limit_ms() else {
                     return;
@@ -235,8 +254,25 @@ impl Protocol {
         self.heartbeat_period_ms().map(|period| period * 2.0)
     }
 
-    /// The time a transport event carried; the clock never goes back.
-    pub(super) fn tell(&mut self, now: f64) {
+    /// D13: whether the pong that will confirm the unconfirmed report may wait in the socket to
+    /// be read with the next frame ([`PONG_WAIT_MS`]); when not, the transport reads it as soon
+    /// as it comes.
+    pub fn pong_may_wait(&self) -> bool {
+        self.awaits_pong() && self.deadlines.get(Deadline::PongWait).is_some()
+    }
+
+    /// A report went out with a ping after it: its pong may wait, from the first such report on
+    /// for [`PONG_WAIT_MS`].
+    pub(super) fn arm_pong_wait(&mut self) {
+        if self.deadlines.get(Deadline::PongWait).is_none() {
+            self.arm(Deadline::PongWait, PONG_WAIT_MS);
+        }
+    }
+
+    /// The time a transport event carried, or the transport's clock before a product call
+    /// (which carries none of its own: a report's pong wait is timed from it); the clock never
+    /// goes back.
+    pub fn tell(&mut self, now: f64) {
         self.now = self.now.max(now);
     }
 
@@ -246,7 +282,12 @@ impl Protocol {
 
     /// The deadlines of a socket: none outlives it.
     pub(super) fn stop_liveness(&mut self) {
-        for deadline in [Deadline::Connect, Deadline::Ping, Deadline::Silence] {
+        for deadline in [
+            Deadline::Connect,
+            Deadline::Ping,
+            Deadline::Silence,
+            Deadline::PongWait,
+        ] {
             self.deadlines.clear(deadline);
         }
     }

@@ -21,7 +21,7 @@ pub use actions::*;
 #[cfg(test)]
 use clock::CLOSE_HANDSHAKE_LIMIT_MS;
 use clock::{display_ms, Deadlines, Waiting};
-pub use clock::{Deadline, Wait};
+pub use clock::{Deadline, Wait, PONG_WAIT_MS};
 
 use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
@@ -601,6 +601,7 @@ impl Protocol {
         }
         if self.cfg.confirm_by_ping {
             out.ping_after = Some(self.next_ping());
+            self.arm_pong_wait();
         }
         self.send(out.clone());
         self.note_report(type_name, ReportOutcome::Sent);
@@ -612,6 +613,13 @@ impl Protocol {
             end_bytes: self.sent_bytes,
             untransmitted: false,
         });
+    }
+
+    /// A report was sent with a ping after it, and its pong has not come.
+    fn awaits_pong(&self) -> bool {
+        self.unconfirmed
+            .as_ref()
+            .is_some_and(|u| u.out.ping_after.is_some())
     }
 
     /// The number for the next ping.

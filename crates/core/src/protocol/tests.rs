@@ -1131,6 +1131,36 @@ fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
 }
 
 #[test]
+fn a_reports_pong_may_wait_to_be_read_with_a_frame_for_a_while() {
+    let mut p = pinging();
+    assert!(!p.pong_may_wait(), "no pong awaited");
+    p.report_ready("1".into()).ok();
+    take(&mut p);
+    assert!(p.pong_may_wait());
+    assert_eq!(p.deadline(Deadline::PongWait), Some(PONG_WAIT_MS));
+    p.on_pong(&1u64.to_be_bytes(), 1.0);
+    assert!(!p.pong_may_wait(), "the pong came");
+    // A later report's pong may wait for the rest of the same period, not a new one.
+    p.tell(2.0);
+    p.report_stopped_output("1".into()).ok();
+    take(&mut p);
+    assert!(p.pong_may_wait());
+    assert_eq!(p.deadline(Deadline::PongWait), Some(PONG_WAIT_MS));
+    // Then it is read as soon as it comes, still awaited.
+    assert_eq!(fire(&mut p, Deadline::PongWait), PONG_WAIT_MS);
+    assert!(take(&mut p).is_empty(), "the deadline itself does nothing");
+    assert!(!p.pong_may_wait());
+    // A report after that period starts another.
+    p.report_ready("2".into()).ok();
+    take(&mut p);
+    assert_eq!(p.deadline(Deadline::PongWait), Some(2.0 * PONG_WAIT_MS));
+    // The period is the socket's: it ends with it.
+    p.on_error(6.0);
+    assert_eq!(p.deadline(Deadline::PongWait), None);
+    assert!(!p.pong_may_wait());
+}
+
+#[test]
 fn a_newer_report_replaces_an_unconfirmed_one() {
     let mut p = pinging();
     p.report_ready("1".into()).ok();
@@ -1235,6 +1265,7 @@ fn on_a_whatwg_socket_a_report_that_left_the_buffer_counts_as_delivered() {
     let mut p = whatwg();
     p.report_stopped_output("1".into()).ok();
     assert_eq!(sent_with_pings(&take(&mut p))[0].1, None);
+    assert!(!p.pong_may_wait());
     p.on_unsent_at_end(0);
     p.on_closed(1006, "", 1.0);
     assert!(report_outcomes(&take(&mut p)).is_empty());
