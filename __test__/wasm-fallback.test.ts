@@ -18,7 +18,7 @@ interface Fact {
   started?: boolean
   logs?: string[]
   threw?: { name: string; message: string }
-  loaded: { native: string[]; wasi: boolean }
+  loaded: { native: string[]; wasm: boolean }
 }
 
 /** Runs the fixture in `mode` with exactly `env` (plus PATH); resolves with its one fact. */
@@ -51,12 +51,12 @@ const wasm = { NAPI_RS_FORCE_WASI: 'error' }
 describe('a lazy addon', () => {
   test('importing the package (CJS, ESM, the kit) and a no-op client load nothing', async () => {
     const fact = await run('import')
-    expect(fact).toMatchObject({ role: 'none', same: true, loaded: { native: [], wasi: false } })
+    expect(fact).toMatchObject({ role: 'none', same: true, loaded: { native: [], wasm: false } })
   })
 
   test('the first client with a socket loads the native addon, and only the client one', async () => {
     const fact = await run('connect', worker.env())
-    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { wasi: false } })
+    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { wasm: false } })
     expect(fact.loaded.native).toEqual([expect.stringMatching(/^ctl-migration\.[\w-]+\.node$/)])
     expect(worker.frames[0]).toMatchObject({ type: 'hello' })
   })
@@ -65,14 +65,14 @@ describe('a lazy addon', () => {
 describe('the WebAssembly build', () => {
   test('NAPI_RS_FORCE_WASI=error: a handshake on the WebAssembly build, nothing native loaded, no fallback logged', async () => {
     const fact = await run('connect', { ...worker.env(), ...wasm })
-    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasi: true } })
+    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasm: true } })
     expect(fact.logs!.filter((l) => /WebAssembly/.test(l))).toEqual([])
     expect(worker.frames[0]).toMatchObject({ type: 'hello', token: 'secret-token' })
   })
 
   test('a native binary that does not load: the client falls back by itself and logs why, once', async () => {
     const fact = await run('connect', { ...worker.env(), NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/ctl-migration.node' })
-    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasi: true } })
+    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasm: true } })
     expect(fact.logs!.filter((l) => /WebAssembly/.test(l))).toHaveLength(1)
     expect(fact.logs![0]).toMatch(/^using the WebAssembly build and a JavaScript WebSocket: @norskvideo\/ctl-migration: the prebuilt binary for /)
   })

@@ -15,7 +15,7 @@ mod actions;
 use actions::{to_js, Actions, Ended, Handler, JsAction, Settled};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
-use ctl_migration_core::protocol::{Config, Observed, Protocol, TooLarge};
+use ctl_migration_core::protocol::{timer_delay_ms, Config, Observed, Protocol, TooLarge};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::collections::hash_map::RandomState;
@@ -331,13 +331,6 @@ impl Client {
     }
 }
 
-/// A JavaScript timer's delay for a deadline `delay_ms` away: whole milliseconds, rounded up,
-/// since its firing counts as the deadline come (`timer_fired`); but first rid of the float noise
-/// of `deadline - now` (999.9999999999999 is 1000 ms, not 999: timers truncate a fraction).
-fn timer_delay_ms(delay_ms: f64) -> f64 {
-    ((delay_ms * 1_000.0).round() / 1_000.0).ceil().max(0.0)
-}
-
 /// Tells the core what a WHATWG socket still buffered as it ended, if it said.
 fn unsent_at_end(core: &mut Protocol, buffered_amount: Option<f64>) {
     if let Some(bytes) = buffered_amount.filter(|b| *b > 0.0) {
@@ -391,19 +384,5 @@ impl Client {
                 message: too_large.to_string(),
             }],
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::timer_delay_ms;
-
-    #[test]
-    fn a_timer_delay_is_whole_milliseconds_never_early() {
-        assert_eq!(timer_delay_ms(999.999_999_999_9), 1000.0);
-        assert_eq!(timer_delay_ms(1_000.000_000_000_1), 1000.0);
-        assert_eq!(timer_delay_ms(1.5), 2.0);
-        assert_eq!(timer_delay_ms(0.0), 0.0);
-        assert_eq!(timer_delay_ms(-0.2), 0.0);
     }
 }

@@ -19,7 +19,7 @@ mod tests;
 
 pub use actions::*;
 use clock::{display_ms, Deadlines, Waiting};
-pub use clock::{Deadline, Wait, CLOSE_HANDSHAKE_LIMIT_MS};
+pub use clock::{timer_delay_ms, Deadline, Wait, CLOSE_HANDSHAKE_LIMIT_MS};
 
 use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
