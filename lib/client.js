@@ -78,13 +78,11 @@ function socketClient(handlers, url, token, name, opts) {
   }
 
   // Carries out the core's actions, in order. Open, Send, Close and SetTimer come on a
-  // JavaScript socket only: the native transport carries them out itself. The WebAssembly build
-  // hands the actions over as one JSON text (one crossing of its boundary instead of many).
-  /** @param {JsAction[] | string} actions */
+  // JavaScript socket only: the native transport carries them out itself.
+  /** @param {JsAction[]} actions */
   function run(actions) {
-    const list = /** @type {JsAction[]} */ (typeof actions === 'string' ? JSON.parse(actions) : actions)
     observe()
-    for (const action of list) {
+    for (const action of actions) {
       switch (action.kind) {
         case 'Log':
           log(action.line)

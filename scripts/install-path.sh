@@ -43,10 +43,9 @@ VERSION=$(node -p 'require("./package.json").version')
 [ -d node_modules ] || npm ci --no-audit --no-fund
 BINARY=${BINARY:-$ROOT/lib/addon/ctl-migration.$PLATFORM.node}
 TESTING_BINARY=${TESTING_BINARY:-$(dirname "$BINARY")/ctl-migration-testing.$PLATFORM.node}
-WASM=$ROOT/lib/addon/ctl-migration.wasm32-wasip1.wasm
+WASM=$ROOT/lib/addon/ctl-migration.wasm
 if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then npm run build; fi
 [ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ]
-[ -f lib/addon/wasm-runtime.js ] || node scripts/bundle-wasm-runtime.mjs
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
 if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$TMP"' EXIT; fi
@@ -80,7 +79,7 @@ node -e '
 if [ -n "$(find "$TMP/stage/package" -name '*.node')" ]; then echo "the root package must not carry a binary" >&2; exit 1; fi
 # The WebAssembly fallback and what runs it are in the root package itself: no install option can
 # leave them out.
-for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js LICENSE; do
+for f in lib/addon/ctl-migration.wasm lib/addon/wasm.js LICENSE; do
   [ -f "$TMP/stage/package/$f" ] || { echo "the root package lacks $f" >&2; exit 1; }
 done
 (cd "$TMP/stage/package" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)

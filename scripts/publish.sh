@@ -8,7 +8,7 @@
 # ARTIFACTS_DIR holds, anywhere below it (the workflow downloads one folder per build job):
 #   ctl-migration.<platform>.node          the client, for each platform in package.json napi.targets
 #   ctl-migration-testing.<platform>.node  the testing kit's worker simulator, the same platforms
-#   ctl-migration.wasm32-wasip1.wasm       the WebAssembly fallback (scripts/build.sh --wasm-only)
+#   ctl-migration.wasm                     the WebAssembly fallback (scripts/build.sh --wasm-only)
 #
 # It works in a staged copy (STAGE, default a temporary directory), never in the repository:
 #   1. copies what `npm pack` publishes of the root package (with the WebAssembly fallback's
@@ -56,8 +56,6 @@ PKG=$STAGE/package
 
 # ── 1. stage ─────────────────────────────────────────────────────────────────
 say "stage in $PKG"
-# The WebAssembly fallback's runtime is generated, like the binaries (scripts/bundle-wasm-runtime.mjs).
-node scripts/bundle-wasm-runtime.mjs
 # What npm pack takes of the root package ("files", README, LICENSE, package.json), as it is in git.
 npm pack --dry-run --json --ignore-scripts 2>/dev/null |
   node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { for (const f of JSON.parse(s)[0].files) console.log(f.path) })' |
@@ -95,8 +93,8 @@ PLATFORMS=$(node -e '
   const { parseTriple } = require(process.argv[1])
   for (const t of require(process.argv[2]).napi.targets) console.log(parseTriple(t).platformArchABI)' \
   "$ROOT/node_modules/@napi-rs/cli" "$PKG/package.json")
-wasm=$(artifact ctl-migration.wasm32-wasip1.wasm)
-[ -n "$wasm" ] || fail "no ctl-migration.wasm32-wasip1.wasm in $ARTIFACTS (scripts/build.sh --wasm-only builds it)"
+wasm=$(artifact ctl-migration.wasm)
+[ -n "$wasm" ] || fail "no ctl-migration.wasm in $ARTIFACTS (scripts/build.sh --wasm-only builds it)"
 cp "$wasm" "$PKG/lib/addon/"
 placeholders=()
 for platform in $PLATFORMS; do
@@ -150,7 +148,7 @@ node -e '
   "$PKG/package.json" "$PLATFORMS"
 root_files=$(cd "$PKG" && npm pack --dry-run --json --ignore-scripts 2>/dev/null |
   node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { for (const f of JSON.parse(s)[0].files) console.log(f.path) })')
-grep -qx lib/addon/ctl-migration.wasm32-wasip1.wasm <<<"$root_files" || fail "the root package lacks the WebAssembly build"
+grep -qx lib/addon/ctl-migration.wasm <<<"$root_files" || fail "the root package lacks the WebAssembly build"
 if grep -q '\.node$' <<<"$root_files"; then fail "the root package carries a binary: $(grep '\.node$' <<<"$root_files")"; fi
 
 # ── 6. the root package ──────────────────────────────────────────────────────

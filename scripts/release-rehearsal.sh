@@ -134,7 +134,7 @@ else
   for p in "${platforms[@]}"; do
     cp "$OUT/ctl-migration.$p.node" "$OUT/ctl-migration-testing.$p.node" "$TMP/artifacts/"
   done
-  cp lib/addon/ctl-migration.wasm32-wasip1.wasm "$TMP/artifacts/"
+  cp lib/addon/ctl-migration.wasm "$TMP/artifacts/"
 fi
 ls -l "$TMP/artifacts" >&2
 phase build
@@ -414,7 +414,7 @@ label() {
 {
   echo
   echo "release rehearsal: $PKG@$VERSION through verdaccio $VERDACCIO_VERSION at $REGISTRY"
-  if [ -n "${REHEARSAL_ARTIFACTS:-}" ]; then echo "binaries: prebuilt, from $REHEARSAL_ARTIFACTS"; else echo "built here: ${TARGETS[*]} (client + testing addon), wasm32-wasip1"; fi
+  if [ -n "${REHEARSAL_ARTIFACTS:-}" ]; then echo "binaries: prebuilt, from $REHEARSAL_ARTIFACTS"; else echo "built here: ${TARGETS[*]} (client + testing addon), the WebAssembly build"; fi
   timings=$(printf '%s, ' "${phases[@]}")
   echo "wall time $((SECONDS - T0)) s: ${timings%, }"
   echo

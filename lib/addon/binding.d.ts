@@ -94,8 +94,7 @@ export declare const enum Handler {
 
 /**
  * One thing the glue must do, in order. A handler call carries `handler`, which the glue
- * hands back to `settle` when the handler ends. As JSON (the WebAssembly build's [`Actions`])
- * it has the object's shape: `kind`, camelCase fields, an absent option left out.
+ * hands back to `settle` when the handler ends.
  */
 export type JsAction =
   | { kind: 'Log'; line: string }

@@ -72,7 +72,7 @@ const platforms = Object.keys(root.pkg?.optionalDependencies ?? {})
     const deps = pkg.optionalDependencies ?? {}
     const wrong = Object.entries(deps).filter(([n, v]) => !n.startsWith(`${ROOT}-`) || v !== version)
     if (Object.keys(deps).length !== 8 || wrong.length) problems.push(`optionalDependencies: ${JSON.stringify(deps)}`)
-    const wasm = 'lib/addon/ctl-migration.wasm32-wasip1.wasm'
+    const wasm = 'lib/addon/ctl-migration.wasm'
     const built = artifactFiles.get(path.basename(wasm))
     if (!files.includes(wasm)) problems.push('no WebAssembly build')
     else if (built && sha256(path.join(pkgDir, wasm)) !== sha256(built)) problems.push('the WebAssembly build is not the one built')

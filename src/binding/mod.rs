@@ -2,8 +2,7 @@
 //!
 //! Every method returns the actions the JavaScript glue (`lib/client.js`) must carry out now, as
 //! typed objects (`{ kind: 'Send', text }`, `{ kind: 'CutoverReady', payload, migrationId, … }`,
-//! [`actions`]); the WebAssembly build hands the same list over as one JSON text ([`Actions`]). With the native transport ([`native`], not in the WebAssembly build) that is
-//! only log lines and handler calls (the socket lives on the runtime thread, whose own log
+//! [`actions`]). With the native transport ([`native`]) that is only log lines and handler calls (the socket lives on the runtime thread, whose own log
 //! lines and handler calls arrive through one threadsafe function); with a JavaScript socket
 //! ([`JsSocket`]) it is everything, socket work and its one timer too, so the glue runs it
 //! synchronously on the JavaScript thread as the reference client does.
@@ -111,7 +110,6 @@ impl JsSocket {
 }
 
 enum Transport {
-    #[cfg(not(target_family = "wasm"))]
     Native(native::Native),
     JsSocket(Box<JsSocket>),
 }
@@ -122,7 +120,6 @@ pub struct Client {
 }
 
 // After `Client`: napi-rs expands a `#[napi] impl` only after the struct it is for.
-#[cfg(not(target_family = "wasm"))]
 mod native;
 
 #[napi]
@@ -141,7 +138,6 @@ impl Client {
     #[napi(getter)]
     pub fn role(&self) -> &'static str {
         match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.role().as_str(),
             Transport::JsSocket(js) => js.core.role().as_str(),
         }
@@ -150,7 +146,6 @@ impl Client {
     #[napi(getter)]
     pub fn connected(&self) -> bool {
         match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.connected(),
             Transport::JsSocket(js) => js.core.connected(),
         }
@@ -159,7 +154,6 @@ impl Client {
     #[napi(getter)]
     pub fn migration_id(&self) -> Option<String> {
         match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.migration_id(),
             Transport::JsSocket(js) => js.core.migration_id().map(str::to_owned),
         }
@@ -169,7 +163,6 @@ impl Client {
     #[napi(getter)]
     pub fn finished(&self) -> bool {
         match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.finished(),
             Transport::JsSocket(js) => js.core.is_finished(),
         }
@@ -239,7 +232,6 @@ impl Client {
     #[napi(ts_return_type = "Array<JsAction>")]
     pub fn close(&mut self) -> Actions {
         let actions = self.apply(|core, _| core.close());
-        #[cfg(not(target_family = "wasm"))]
         if let Transport::Native(native) = &self.transport {
             native.closed();
         }
@@ -322,12 +314,12 @@ impl Client {
     #[napi(ts_return_type = "Array<JsAction>")]
     pub fn timer_fired(&mut self, now_ms: f64) -> Actions {
         let Some(js) = self.js_socket_mut() else {
-            return Actions(Vec::new());
+            return Vec::new();
         };
         // It was set for the core's deadline, so that has come, whatever the glue's clock
         // reads (a timer may fire a hair early; fake timers move no clock).
         let due = js.timer_at.take().map_or(now_ms, |at| now_ms.max(at));
-        Actions(js.run(Some(due), |core, now| core.handle_timeout(now)).1)
+        js.run(Some(due), |core, now| core.handle_timeout(now)).1
     }
 }
 
@@ -347,19 +339,17 @@ impl Client {
     fn js_socket_mut(&mut self) -> Option<&mut JsSocket> {
         match &mut self.transport {
             Transport::JsSocket(js) => Some(js),
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(_) => None,
         }
     }
 
     fn apply(&mut self, f: impl FnOnce(&mut Protocol, f64)) -> Actions {
-        Actions(self.run(f).1)
+        self.run(f).1
     }
 
     /// Runs `f` on the core with the time on the transport's clock.
     fn run<R>(&mut self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<JsAction>) {
         match &mut self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.run(f),
             Transport::JsSocket(js) => js.run(None, f),
         }
@@ -367,10 +357,10 @@ impl Client {
 
     /// An event of the glue's socket, at `now_ms` on its clock.
     fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Actions {
-        Actions(match self.js_socket_mut() {
+        match self.js_socket_mut() {
             Some(js) => js.run(Some(now_ms), f).1,
             None => Vec::new(),
-        })
+        }
     }
 
     /// A report, or the one action saying it was over the frame cap.
@@ -378,11 +368,11 @@ impl Client {
         &mut self,
         f: impl FnOnce(&mut Protocol) -> std::result::Result<(), TooLarge>,
     ) -> Actions {
-        Actions(match self.run(|core, _| f(core)) {
+        match self.run(|core, _| f(core)) {
             (Ok(()), actions) => actions,
             (Err(too_large), _) => vec![JsAction::TooLarge {
                 message: too_large.to_string(),
             }],
-        })
+        }
     }
 }
