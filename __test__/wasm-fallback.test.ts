@@ -1,7 +1,7 @@
 // Where the client's code comes from: nothing native at import, the native addon on the first
 // client with a socket, and the WebAssembly build when the native one does not load (or
-// NAPI_RS_FORCE_WASI=error asks for it), over the runtime's WebSocket or `ws`. Each case runs in
-// a fresh process, so what it loads is its own.
+// NAPI_RS_FORCE_WASI=error asks for it), speaking WebSocket itself over node:net. Each case runs
+// in a fresh process, so what it loads is its own.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
@@ -9,7 +9,6 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { ScriptedWorker } from './support/worker.js'
 
 const child = fileURLToPath(new URL('./fixtures/fallback-child.cjs', import.meta.url))
-const hasGlobalWebSocket = typeof (globalThis as { WebSocket?: unknown }).WebSocket === 'function'
 
 interface Fact {
   role?: string
@@ -74,24 +73,13 @@ describe('the WebAssembly build', () => {
     const fact = await run('connect', { ...worker.env(), NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/ctl-migration.node' })
     expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasm: true } })
     expect(fact.logs!.filter((l) => /WebAssembly/.test(l))).toHaveLength(1)
-    expect(fact.logs![0]).toMatch(/^using the WebAssembly build and a JavaScript WebSocket: @norskvideo\/ctl-migration: the prebuilt binary for /)
+    expect(fact.logs![0]).toMatch(/^using the WebAssembly build: @norskvideo\/ctl-migration: the prebuilt binary for /)
   })
 
-  test('without a global WebSocket it drives the `ws` package', async () => {
-    const fact = await run('connect', { ...worker.env(), ...wasm, NO_GLOBAL_WEBSOCKET: '1' })
-    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [] } })
-  })
-
-  test.runIf(hasGlobalWebSocket)('with a global WebSocket it needs no `ws`', async () => {
-    const fact = await run('connect', { ...worker.env(), ...wasm, HIDE_WS: '1' })
-    expect(fact).toMatchObject({ role: 'source', connected: true })
-  })
-
-  test('with neither: connectMigration throws a TypeError that says to install ws or pass opts.WebSocket', async () => {
+  test('it needs neither `ws` nor a global WebSocket: it speaks WebSocket itself over node:net', async () => {
     const fact = await run('connect', { ...worker.env(), ...wasm, HIDE_WS: '1', NO_GLOBAL_WEBSOCKET: '1' })
-    expect(fact.threw?.name).toBe('TypeError')
-    expect(fact.threw?.message).toMatch(/install the `ws` package, or pass opts\.WebSocket/)
-    expect(worker.connections).toHaveLength(0)
+    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasm: true } })
+    expect(worker.frames[0]).toMatchObject({ type: 'hello', token: 'secret-token' })
   })
 
   test('the testing kit keeps its native worker under NAPI_RS_FORCE_WASI', async () => {

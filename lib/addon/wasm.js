@@ -4,11 +4,17 @@
 // JavaScript-socket half. The module imports nothing, so this needs only `WebAssembly`: no
 // Node-API emulation, no WASI.
 //
-// One crossing per event: the event's text goes into the module's input buffer as UTF-8
+// One crossing per event: the event's text (or bytes) goes into the module's input buffer
 // (`encodeInto`, straight into linear memory), one exported function takes the handle, lengths
-// and the time, and returns the length of its answer, the actions as one JSON text. The views of
-// the memory are made once and again only when the memory grew (a grown memory's old buffer is
-// detached: its views read as empty).
+// and the time, and returns the length of its answer, the actions as one JSON text, with the
+// bytes it has the glue write to its socket beside it. The views of the memory are made once and
+// again only when the memory grew (a grown memory's old buffer is detached: its views read as
+// empty).
+//
+// Two kinds of client: over a WHATWG socket the glue drives (`jsSocket`, for `opts.WebSocket`),
+// and over the module's own WebSocket on a byte stream the glue connects (`ownSocket`, the
+// fallback's default: lib/client/fallback.js), which adds one action to the native ones:
+// `{ kind: 'Write', bytes }`, first in the list when there is anything to write.
 
 const fs = require('fs')
 const path = require('path')
@@ -17,6 +23,7 @@ const path = require('path')
 /** @typedef {import('./binding').Settled} Settled */
 /** @typedef {import('./binding').ClientOptions} ClientOptions */
 /** @typedef {import('./binding').JsAppliedSummary} JsAppliedSummary */
+/** @typedef {{ kind: 'Write', bytes: Uint8Array }} WriteAction bytes for the byte stream */
 
 const WASM_FILE = path.join(__dirname, 'ctl-migration.wasm')
 
@@ -37,9 +44,13 @@ function views() {
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
-const outputCell = exports_.ctl_output_cell() >>> 2
+// Where the answer starts, where the bytes to write start, how many there are.
+const cells = exports_.ctl_output_cells() >>> 2
 let inputCapacity = 16 * 1024
 let inputAt = exports_.ctl_input(inputCapacity)
+// The module's entropy (tungstenite's masks and handshake keys) is the runtime's Web Crypto's.
+views().set(globalThis.crypto.getRandomValues(new Uint8Array(32)), inputAt)
+exports_.ctl_seed_entropy(32)
 
 /** Writes `text` as UTF-8 into the input at `offset`; its length in bytes.
  *  @param {string} text @param {number} [offset] */
@@ -54,16 +65,37 @@ function put(text, offset = 0) {
   return encoder.encodeInto(text, views().subarray(at, at + text.length * 3)).written
 }
 
+/** Writes `data` into the input; its length.
+ *  @param {Uint8Array} data */
+function putBytes(data) {
+  if (data.length > inputCapacity) {
+    inputCapacity = Math.max(data.length, inputCapacity * 2)
+    inputAt = exports_.ctl_input(inputCapacity)
+  }
+  views().set(data, inputAt)
+  return data.length
+}
+
 /** @type {JsAction[]} */
 const NONE = []
-/** The actions an event's function answered with, `len` bytes of JSON.
+/** The actions an event's function answered with, `len` bytes of JSON, after the bytes it has
+ *  the glue write, if any (copied out: the next event reuses the memory).
  *  @param {number} len
- *  @returns {JsAction[]} */
+ *  @returns {Array<JsAction | WriteAction>} */
 function answer(len) {
-  if (len === 0) return NONE
   const memoryBytes = views()
-  const at = words[outputCell]
-  return JSON.parse(decoder.decode(memoryBytes.subarray(at, at + len)))
+  const writeLen = words[cells + 2]
+  /** @type {Array<JsAction | WriteAction>} */
+  const actions = len === 0 ? NONE : JSON.parse(decoder.decode(memoryBytes.subarray(words[cells], words[cells] + len)))
+  if (writeLen === 0) return actions
+  const at = words[cells + 1]
+  return [{ kind: 'Write', bytes: memoryBytes.slice(at, at + writeLen) }, ...actions]
+}
+
+/** The answer of a byte-stream read, or null when the bytes held nothing complete.
+ *  @param {number} len */
+function streamAnswer(len) {
+  return len < 0 ? null : answer(len)
 }
 
 /** The handlers by their place in the core's `HandlerKind::ALL` (crates/wasm pins the order). */
@@ -87,7 +119,19 @@ class Client {
   /** A client whose socket is a WHATWG socket the glue drives; `start()` begins.
    *  @param {ClientOptions} options @param {number} nowMs */
   static jsSocket(options, nowMs) {
-    const handle = exports_.ctl_client_new(put(JSON.stringify(options)), seedWord(), seedWord(), nowMs)
+    return Client.create(options, nowMs, 0)
+  }
+
+  /** A client that speaks WebSocket itself over a byte stream the glue connects (the `stream…`
+   *  events); `start()` begins.
+   *  @param {ClientOptions} options @param {number} nowMs */
+  static ownSocket(options, nowMs) {
+    return Client.create(options, nowMs, 1)
+  }
+
+  /** @param {ClientOptions} options @param {number} nowMs @param {0 | 1} ownSocket */
+  static create(options, nowMs, ownSocket) {
+    const handle = exports_.ctl_client_new(put(JSON.stringify(options)), seedWord(), seedWord(), nowMs, ownSocket)
     if (handle < 0) throw new TypeError('the WebAssembly build refused the client options')
     return new Client(handle)
   }
@@ -105,7 +149,7 @@ class Client {
     const len = exports_.ctl_migration_id(this.handle)
     if (len < 0) return null
     const memoryBytes = views()
-    const at = words[outputCell]
+    const at = words[cells]
     return decoder.decode(memoryBytes.subarray(at, at + len))
   }
 
@@ -205,6 +249,32 @@ class Client {
   /** @param {number} nowMs */
   timerFired(nowMs) {
     return answer(exports_.ctl_timer_fired(this.handle, nowMs))
+  }
+
+  // ── the byte stream under the module's own WebSocket ──
+
+  /** The byte stream connected (TCP, and TLS for wss://).
+   *  @param {number} nowMs */
+  streamConnected(nowMs) {
+    return answer(exports_.ctl_stream_connected(this.handle, nowMs))
+  }
+
+  /** Bytes arrived: the answer to the first thing they complete, or null.
+   *  @param {Uint8Array} data @param {number} nowMs */
+  streamData(data, nowMs) {
+    return streamAnswer(exports_.ctl_stream_data(this.handle, putBytes(data), nowMs))
+  }
+
+  /** The answer to the next thing the bytes that arrived complete, or null.
+   *  @param {number} nowMs */
+  streamRead(nowMs) {
+    return streamAnswer(exports_.ctl_stream_read(this.handle, nowMs))
+  }
+
+  /** The byte stream ended, with `error` if one ended it.
+   *  @param {string} error @param {number} nowMs */
+  streamEnded(error, nowMs) {
+    return answer(exports_.ctl_stream_ended(this.handle, put(error), nowMs))
   }
 }
 

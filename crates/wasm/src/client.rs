@@ -2,6 +2,7 @@
 //! timer the glue keeps for the core's next deadline.
 
 use crate::actions::{to_js, write_json, JsAction};
+use crate::wire::{Incoming, Wire};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{
@@ -9,6 +10,7 @@ use ctl_migration_core::protocol::{
     TooLarge,
 };
 use serde::Deserialize;
+use tungstenite::Message;
 
 /// What `connectMigration` was given, resolved to values by the glue (`ClientOptions`).
 #[derive(Deserialize)]
@@ -20,6 +22,10 @@ pub struct Options {
     pub reconnect_min_ms: f64,
     pub reconnect_max_ms: f64,
     pub reconnect_jitter: f64,
+    /// 0 disables. Only with the module's own socket: a WHATWG socket cannot ping.
+    pub heartbeat_ms: f64,
+    /// 0 disables. Only with the module's own socket: a WHATWG socket connects as it will.
+    pub connect_timeout_ms: f64,
 }
 
 /// `reportApplied`'s summary, checked by the glue (`JsAppliedSummary`).
@@ -86,12 +92,92 @@ pub struct Client {
     now: f64,
     /// The deadline the glue's one timer is set for.
     timer_at: Option<f64>,
+    /// The module's own WebSocket, when the glue's socket is a byte stream (`node:net`,
+    /// `node:tls`); none when it is a WHATWG socket.
+    own: Option<OwnSocket>,
+}
+
+/// The module's own WebSocket ([`Wire`]) over the glue's byte stream: the socket work the core
+/// asks for is carried out here, and the glue only moves bytes.
+pub struct OwnSocket {
+    url: String,
+    /// The current connection, from the byte stream's connect on.
+    wire: Option<Wire>,
+    /// What the latest event has the glue write to the byte stream.
+    written: Vec<u8>,
+    /// The byte stream is to be ended (the connection is over without the core closing it).
+    end_stream: bool,
+}
+
+impl OwnSocket {
+    /// Carries out `action` if it is socket work; otherwise it is the glue's.
+    fn carry_out(&mut self, core: &mut Protocol, action: Action, now: f64) -> Option<Action> {
+        match action {
+            Action::Open => {
+                self.retire();
+                Some(Action::Open)
+            }
+            Action::Send(out) => {
+                let sent = match self.wire.as_mut() {
+                    Some(wire) => wire.send(&out.text, out.ping_after),
+                    None => Err("the connection is not open".to_owned()),
+                };
+                if let Err(error) = sent {
+                    // D11: the core decides what becomes of the frame.
+                    core.on_send_failed(out, &error, now);
+                }
+                None
+            }
+            Action::Ping(number) => {
+                if let Some(Err(error)) = self.wire.as_mut().map(|w| w.ping(number)) {
+                    core.on_stalled(&format!("ping failed: {error}"), now);
+                }
+                None
+            }
+            Action::Close { code, reason } => {
+                // With a code it is the product's close: the worker is told. Without, the core
+                // gave up on the connection: the byte stream just ends.
+                if let (Some(wire), Some(code)) = (self.wire.as_mut(), code) {
+                    wire.close(code, reason.unwrap_or(""));
+                }
+                self.retire();
+                Some(Action::Close { code, reason })
+            }
+            other => Some(other),
+        }
+    }
+
+    /// Forgets the connection, keeping what it still had to write.
+    fn retire(&mut self) {
+        if let Some(mut wire) = self.wire.take() {
+            wire.drain_output(&mut self.written);
+        }
+    }
+
+    /// Ends the connection and the byte stream under it.
+    fn end(&mut self) {
+        self.retire();
+        self.end_stream = true;
+    }
 }
 
 impl Client {
-    /// A client over a WHATWG socket the glue drives: no heartbeat, no connect timeout, and a
-    /// report counts as delivered once it left the socket's buffer (D13).
-    pub fn new(options: Options, seed: u64, now: f64) -> Client {
+    /// A client over a WHATWG socket the glue drives (`own_socket` false: no heartbeat, no
+    /// connect timeout, and a report counts as delivered once it left the socket's buffer, D13),
+    /// or over the module's own WebSocket on a byte stream the glue connects (the heartbeat, the
+    /// connect timeout and D13's confirmation by ping, as natively).
+    pub fn new(options: Options, seed: u64, now: f64, own_socket: bool) -> Client {
+        let (heartbeat_ms, connect_timeout_ms) = if own_socket {
+            (options.heartbeat_ms, options.connect_timeout_ms)
+        } else {
+            (0.0, 0.0)
+        };
+        let own = own_socket.then(|| OwnSocket {
+            url: options.url.clone(),
+            wire: None,
+            written: Vec::new(),
+            end_stream: false,
+        });
         let core = Protocol::new(Config {
             url: options.url,
             token: options.token,
@@ -100,14 +186,22 @@ impl Client {
             reconnect_max_ms: options.reconnect_max_ms,
             reconnect_jitter: options.reconnect_jitter,
             seed,
-            heartbeat_ms: 0.0,
-            connect_timeout_ms: 0.0,
-            confirm_by_ping: false,
+            heartbeat_ms,
+            connect_timeout_ms,
+            confirm_by_ping: own_socket,
         });
         Client {
             core,
             now,
             timer_at: None,
+            own,
+        }
+    }
+
+    /// Moves what the latest event has the glue write to its byte stream onto `out`.
+    pub fn drain_written(&mut self, out: &mut Vec<u8>) {
+        if let Some(own) = self.own.as_mut() {
+            out.append(&mut own.written);
         }
     }
 
@@ -122,8 +216,25 @@ impl Client {
             self.now = self.now.max(now);
         }
         f(&mut self.core, self.now);
-        let actions: Vec<Action> = self.core.drain_actions().collect();
+        let mut actions = Vec::new();
+        while let Some(action) = self.core.poll_action() {
+            match self.own.as_mut() {
+                Some(own) => actions.extend(own.carry_out(&mut self.core, action, self.now)),
+                None => actions.push(action),
+            }
+        }
         let mut js: Vec<JsAction<'_>> = actions.iter().filter_map(to_js).collect();
+        if let Some(own) = self.own.as_mut() {
+            if let Some(wire) = own.wire.as_mut() {
+                wire.drain_output(&mut own.written);
+            }
+            if std::mem::take(&mut own.end_stream) {
+                js.push(JsAction::Close {
+                    code: None,
+                    reason: None,
+                });
+            }
+        }
         let next = self.core.poll_timeout();
         if next != self.timer_at {
             self.timer_at = next;
@@ -231,6 +342,102 @@ impl Client {
         self.run(Some(now), out, |core, now| {
             unsent_at_end(core, buffered_amount);
             core.on_error(now)
+        });
+    }
+
+    // ── the byte stream under the module's own WebSocket ────────────────
+
+    /// The byte stream to the worker connected (TCP, and TLS for `wss://`): the upgrade begins.
+    pub fn stream_connected(&mut self, out: &mut Vec<u8>, now: f64) {
+        let mut refused = None;
+        if let Some(own) = self.own.as_mut() {
+            let (wire, refusal) = Wire::connected(&own.url);
+            own.wire = Some(wire);
+            if refusal.is_some() {
+                own.end();
+                refused = refusal;
+            }
+        }
+        self.run(Some(now), out, |core, now| {
+            if let Some(error) = refused {
+                core.on_open_failed(&error, now);
+            }
+        });
+    }
+
+    /// `bytes` arrived on the byte stream; reads the first thing they complete, as
+    /// [`Client::stream_read`].
+    pub fn stream_data(&mut self, out: &mut Vec<u8>, bytes: &[u8], now: f64) -> bool {
+        if let Some(wire) = self.own.as_mut().and_then(|own| own.wire.as_mut()) {
+            wire.take_in(bytes);
+        }
+        self.stream_read(out, now)
+    }
+
+    /// Reads the next thing the bytes that arrived hold (the upgrade's answer, a frame) and
+    /// feeds it to the core; false when they hold nothing complete. One at a time, so each
+    /// frame's handlers are called before the next frame is read.
+    pub fn stream_read(&mut self, out: &mut Vec<u8>, now: f64) -> bool {
+        let Some(own) = self.own.as_mut() else {
+            return false;
+        };
+        let incoming = match own.wire.as_mut() {
+            Some(wire) => wire.read(),
+            None => Incoming::Nothing,
+        };
+        match incoming {
+            Incoming::Nothing => return false,
+            Incoming::Opened => self.run(Some(now), out, |core, now| core.on_open(now)),
+            Incoming::Refused(error) => {
+                own.end();
+                self.run(Some(now), out, |core, now| core.on_open_failed(&error, now));
+            }
+            Incoming::Message(Message::Text(text)) => self.run(Some(now), out, |core, now| {
+                core.on_frame(text.as_str(), now)
+            }),
+            Incoming::Message(Message::Binary(bytes)) => {
+                // D12: a binary frame is text in UTF-8.
+                let text = String::from_utf8_lossy(&bytes);
+                self.run(Some(now), out, |core, now| core.on_frame(&text, now))
+            }
+            Incoming::Message(Message::Close(frame)) => {
+                // tungstenite answered the close; the answer goes out, then the stream ends.
+                own.end();
+                let (code, reason) = match frame {
+                    Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
+                    None => (close_code::NO_STATUS, String::new()),
+                };
+                self.run(Some(now), out, |core, now| {
+                    core.on_closed(code, &reason, now)
+                });
+            }
+            Incoming::Message(Message::Pong(payload)) => {
+                self.run(Some(now), out, |core, now| core.on_pong(&payload, now))
+            }
+            // A ping (tungstenite answered it) proves life.
+            Incoming::Message(_) => self.run(Some(now), out, |core, now| core.on_traffic(now)),
+            Incoming::Broken => {
+                own.end();
+                self.run(Some(now), out, |core, now| core.on_error(now));
+            }
+        }
+        true
+    }
+
+    /// The byte stream ended (closed, or failed with `error`): a connect that failed if the
+    /// upgrade had not completed, else a broken connection.
+    pub fn stream_ended(&mut self, out: &mut Vec<u8>, error: &str, now: f64) {
+        let Some(own) = self.own.as_mut() else {
+            return;
+        };
+        let open = own.wire.as_ref().is_some_and(|w| !w.upgrading());
+        own.wire = None;
+        self.run(Some(now), out, |core, now| {
+            if open {
+                core.on_error(now);
+            } else {
+                core.on_open_failed(error, now);
+            }
         });
     }
 }

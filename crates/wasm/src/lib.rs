@@ -6,12 +6,15 @@
 //! UTF-8 into the module's input buffer ([`ctl_input`] says where, growing it), calls the event's
 //! function with a client's handle, the lengths and numbers (the time on the glue's clock), and
 //! gets back the length of the answer: the actions to carry out now, one JSON array
-//! ([`actions`]), at the address in the cell [`ctl_output_cell`] names.
+//! ([`actions`]), at the address in the cells [`ctl_output_cells`] names, and with it the bytes
+//! to write to the glue's byte stream when the module speaks WebSocket itself ([`wire`]).
 //!
 //! The module is single-threaded and never calls out, so no event can arrive during another.
 
 mod actions;
 mod client;
+mod entropy;
+mod wire;
 
 use client::{handler_kind, Client, Ending, Options, Summary};
 use ctl_migration_core::protocol::{Protocol, Role};
@@ -19,8 +22,9 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Where the latest answer starts; its length is what the event's function returned.
-static OUTPUT_AT: AtomicU32 = AtomicU32::new(0);
+/// Where the latest answer starts (its length is what the event's function returned), then
+/// where the bytes it has the glue write start, and their length.
+static OUTPUT_CELLS: [AtomicU32; 3] = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
 
 #[derive(Default)]
 struct Module {
@@ -30,6 +34,8 @@ struct Module {
     input: Vec<u8>,
     /// The latest answer.
     output: Vec<u8>,
+    /// The bytes the latest event has the glue write.
+    write: Vec<u8>,
 }
 
 thread_local! {
@@ -42,6 +48,8 @@ fn event(handle: u32, f: impl FnOnce(&mut Client, &[u8], &mut Vec<u8>)) -> u32 {
     MODULE.with(|module| {
         let module = &mut *module.borrow_mut();
         module.output.clear();
+        module.write.clear();
+        OUTPUT_CELLS[2].store(0, Ordering::Relaxed);
         let Some(client) = module
             .clients
             .get_mut(handle as usize)
@@ -50,7 +58,10 @@ fn event(handle: u32, f: impl FnOnce(&mut Client, &[u8], &mut Vec<u8>)) -> u32 {
             return 0;
         };
         f(client, &module.input, &mut module.output);
-        OUTPUT_AT.store(module.output.as_ptr() as usize as u32, Ordering::Relaxed);
+        client.drain_written(&mut module.write);
+        OUTPUT_CELLS[0].store(module.output.as_ptr() as usize as u32, Ordering::Relaxed);
+        OUTPUT_CELLS[1].store(module.write.as_ptr() as usize as u32, Ordering::Relaxed);
+        OUTPUT_CELLS[2].store(module.write.len() as u32, Ordering::Relaxed);
         module.output.len() as u32
     })
 }
@@ -87,26 +98,45 @@ pub extern "C" fn ctl_input(capacity: u32) -> u32 {
     })
 }
 
-/// The address of the cell holding where the latest answer starts.
+/// The address of the three cells: where the latest answer starts, where the bytes to write
+/// start, how many there are.
 #[no_mangle]
-pub extern "C" fn ctl_output_cell() -> u32 {
-    OUTPUT_AT.as_ptr() as usize as u32
+pub extern "C" fn ctl_output_cells() -> u32 {
+    OUTPUT_CELLS.as_ptr() as usize as u32
+}
+
+/// Seeds the module's entropy (tungstenite's masks and handshake keys) with the input's first
+/// `len` bytes, random ones from the glue's Web Crypto.
+#[no_mangle]
+pub extern "C" fn ctl_seed_entropy(len: u32) {
+    MODULE.with(|module| {
+        let module = module.borrow();
+        entropy::seed(module.input.get(..len as usize).unwrap_or_default());
+    })
 }
 
 // ── a client's life ─────────────────────────────────────────────────────────
 
 /// A client from its options, the JSON text in the input's first `len` bytes; its handle, or
 /// -1 when the options are not what the glue sends. `seed_*` seeds the reconnect jitter; `now`
-/// is the glue's clock.
+/// is the glue's clock. With `own_socket` 1 the module speaks WebSocket itself over a byte
+/// stream the glue connects (the `ctl_stream_*` events); with 0 the glue's socket is a WHATWG
+/// one (the `ctl_socket_*` events).
 #[no_mangle]
-pub extern "C" fn ctl_client_new(len: u32, seed_high: u32, seed_low: u32, now: f64) -> i32 {
+pub extern "C" fn ctl_client_new(
+    len: u32,
+    seed_high: u32,
+    seed_low: u32,
+    now: f64,
+    own_socket: u32,
+) -> i32 {
     MODULE.with(|module| {
         let module = &mut *module.borrow_mut();
         let Ok(options) = serde_json::from_str::<Options>(&text(&module.input, 0, len)) else {
             return -1;
         };
         let seed = (u64::from(seed_high) << 32) | u64::from(seed_low);
-        let client = Some(Client::new(options, seed, now));
+        let client = Some(Client::new(options, seed, now, own_socket == 1));
         let handle = match module.clients.iter().position(Option::is_none) {
             Some(free) => {
                 module.clients[free] = client;
@@ -336,4 +366,52 @@ pub extern "C" fn ctl_socket_send_failed(
 #[no_mangle]
 pub extern "C" fn ctl_timer_fired(handle: u32, now: f64) -> u32 {
     event(handle, |client, _, out| client.timer_fired(out, now))
+}
+
+// ── the byte stream under the module's own WebSocket ────────────────────────
+
+/// The byte stream to the worker connected (TCP, and TLS for `wss://`).
+#[no_mangle]
+pub extern "C" fn ctl_stream_connected(handle: u32, now: f64) -> u32 {
+    event(handle, |client, _, out| client.stream_connected(out, now))
+}
+
+/// The input's first `len` bytes arrived on the byte stream. The answer to the first thing they
+/// complete (the upgrade's answer, a frame), or -1 when they complete nothing.
+#[no_mangle]
+pub extern "C" fn ctl_stream_data(handle: u32, len: u32, now: f64) -> i32 {
+    let mut read = false;
+    let answer = event(handle, |client, input, out| {
+        let bytes = input.get(..len as usize).unwrap_or_default();
+        read = client.stream_data(out, bytes, now);
+    });
+    if read {
+        i32::try_from(answer).unwrap_or(i32::MAX)
+    } else {
+        -1
+    }
+}
+
+/// The answer to the next thing the bytes that arrived complete, or -1 when they complete
+/// nothing more.
+#[no_mangle]
+pub extern "C" fn ctl_stream_read(handle: u32, now: f64) -> i32 {
+    let mut read = false;
+    let answer = event(handle, |client, _, out| {
+        read = client.stream_read(out, now);
+    });
+    if read {
+        i32::try_from(answer).unwrap_or(i32::MAX)
+    } else {
+        -1
+    }
+}
+
+/// The byte stream ended; the error that ended it, if any, in the input.
+#[no_mangle]
+pub extern "C" fn ctl_stream_ended(handle: u32, len: u32, now: f64) -> u32 {
+    event(handle, |client, input, out| {
+        let error = text(input, 0, len);
+        client.stream_ended(out, &error, now)
+    })
 }
