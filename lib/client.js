@@ -11,7 +11,7 @@ const { binding } = require('./addon/load.js')
 const diagnostics = require('./diagnostics.js')
 const { noteFallback, streamTransport } = require('./client/fallback.js')
 const { handlerCalls } = require('./client/handlers.js')
-const { jsSocketTransport } = require('./client/js-socket.js')
+const { jsSocketTransport, socketPings } = require('./client/js-socket.js')
 const { nativeClient } = require('./client/native.js')
 const { resolveOptions } = require('./client/options.js')
 const { isStateRefusal, stateRefusal } = require('./client/refusal.js')
@@ -65,7 +65,7 @@ function socketClient(handlers, url, token, name, opts) {
   let transport
   /** @type {import('./addon/binding').Client} */
   const core = productSocket
-    ? addon.Client.jsSocket(options, performance.now())
+    ? addon.Client.jsSocket(options, performance.now(), socketPings(productSocket))
     : ownStream
       ? /** @type {any} */ (addon.Client).ownSocket(options, performance.now())
       : nativeClient(addon.Client, options, (actions) => run(actions), reportGlueError)
@@ -109,7 +109,7 @@ function socketClient(handlers, url, token, name, opts) {
           transport?.open()
           break
         case 'Send':
-          /** @type {ReturnType<typeof jsSocketTransport>} */ (transport)?.send(action.text)
+          /** @type {ReturnType<typeof jsSocketTransport>} */ (transport)?.send(action.text, action.pingAfter)
           break
         case 'Write':
           /** @type {ReturnType<typeof streamTransport>} */ (transport)?.write(action.bytes)

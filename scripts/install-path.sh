@@ -241,31 +241,21 @@ check "without binaries: CJS require, ESM import and the no-op client, nothing n
     const native = process.report.getReport().sharedObjects.filter((f) => /ctl-migration/.test(f))
     if (native.length) throw new Error("loaded " + native)
   })'
-# shellcheck disable=SC2016 # JavaScript, not shell
-check "without binaries, Node $(node --version) and no ws: connectMigration says to install ws" node -e '
-  delete globalThis.WebSocket
-  try {
-    require("@norskvideo/ctl-migration").connectMigration({}, { NORSK_WORKER_WS_URL: "ws://127.0.0.1:9/x", NORSK_WORKER_TOKEN: "t" })
-    process.exit(1)
-  } catch (e) {
-    console.error(e.message)
-    if (!(e instanceof TypeError) || !/install the `ws` package, or pass opts.WebSocket/.test(e.message)) process.exit(1)
-  }'
 check "without binaries: the testing kit says it needs the native addon" node -e '
   require("@norskvideo/ctl-migration/testing").startTestWorker().then(
     () => process.exit(1),
     (e) => { console.error(e.message); if (!/testing needs the native addon/.test(e.message)) process.exit(1) })'
 # Node 22 from the npm registry, cached beside the runtime matrix's copies.
 NODE22=$("$ROOT/scripts/runtime-bin.sh" node22)
-check "without binaries, Node 22: a real handover on the WebAssembly build over the global WebSocket" \
+# The WebAssembly build speaks WebSocket itself over node:net: no ws, no global WebSocket needed.
+check "without binaries, Node 22: a real handover on the WebAssembly build" \
   env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
-install --omit=optional ws@8
-check "without binaries, Node $(node --version) with ws: a real handover on the WebAssembly build" \
+check "without binaries, Node $(node --version), no ws: a real handover on the WebAssembly build" \
   env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm node smoke/product/handover.mjs
 
 # ── every Node release line engines admits, its oldest and newest patches ────
 # Native (the product with its binary) and on the WebAssembly fallback (the install without
-# optional dependencies; `ws` is there for the Node 20s, which have no global WebSocket).
+# optional dependencies).
 say "Node versions"
 for node_spec in node@20.0.0 node@20.18.0 node@20.19.0 node@22.0.0 node@22.11.0 node@22.12.0 node22 node24 node26; do
   node_bin=$("$ROOT/scripts/runtime-bin.sh" "$node_spec")

@@ -48,9 +48,16 @@ const decoder = new TextDecoder()
 const cells = exports_.ctl_output_cells() >>> 2
 let inputCapacity = 16 * 1024
 let inputAt = exports_.ctl_input(inputCapacity)
-// The module's entropy (tungstenite's masks and handshake keys) is the runtime's Web Crypto's.
-views().set(globalThis.crypto.getRandomValues(new Uint8Array(32)), inputAt)
-exports_.ctl_seed_entropy(32)
+let seeded = false
+/** Seeds the module's entropy (tungstenite's masks and handshake keys) from the runtime's Web
+ *  Crypto, before the first connection needs it: not at load, where Web Crypto's own loading
+ *  would add a few milliseconds to the first `connectMigration`. */
+function seedEntropy() {
+  if (seeded) return
+  seeded = true
+  views().set(globalThis.crypto.getRandomValues(new Uint8Array(32)), inputAt)
+  exports_.ctl_seed_entropy(32)
+}
 
 /** Writes `text` as UTF-8 into the input at `offset`; its length in bytes.
  *  @param {string} text @param {number} [offset] */
@@ -106,20 +113,24 @@ const ENDINGS = ['Missing', 'Done', 'Threw', 'Value', 'NotJson', 'Refused']
 /** Frees a client's slot in the module once its JavaScript object is gone. */
 const freed = new FinalizationRegistry((/** @type {number} */ handle) => exports_.ctl_client_free(handle))
 
-/** A number for the reconnect jitter's seed. */
-const seedWord = () => globalThis.crypto.getRandomValues(new Uint32Array(1))[0]
+/** A number for the reconnect jitter's seed: spreading the products of a restarted worker needs
+ *  no secret, so not Web Crypto (whose loading would add to the first `connectMigration`). */
+const seedWord = () => Math.floor(Math.random() * 2 ** 32)
 
 class Client {
   /** @param {number} handle */
   constructor(handle) {
     this.handle = handle
+    /** After `streamData` / `streamRead`: whether another `streamRead` may find more. */
+    this.streamMore = false
     freed.register(this, handle)
   }
 
-  /** A client whose socket is a WHATWG socket the glue drives; `start()` begins.
-   *  @param {ClientOptions} options @param {number} nowMs */
-  static jsSocket(options, nowMs) {
-    return Client.create(options, nowMs, 0)
+  /** A client whose socket is a WHATWG socket the glue drives; `start()` begins. With `pings`
+   *  (its class has `ping()`) reports are confirmed by its pongs (D13).
+   *  @param {ClientOptions} options @param {number} nowMs @param {boolean | undefined | null} [pings] */
+  static jsSocket(options, nowMs, pings) {
+    return Client.create(options, nowMs, pings ? 2 : 0)
   }
 
   /** A client that speaks WebSocket itself over a byte stream the glue connects (the `stream…`
@@ -129,9 +140,10 @@ class Client {
     return Client.create(options, nowMs, 1)
   }
 
-  /** @param {ClientOptions} options @param {number} nowMs @param {0 | 1} ownSocket */
-  static create(options, nowMs, ownSocket) {
-    const handle = exports_.ctl_client_new(put(JSON.stringify(options)), seedWord(), seedWord(), nowMs, ownSocket)
+  /** @param {ClientOptions} options @param {number} nowMs
+   *  @param {0 | 1 | 2} socket 0 a WHATWG socket, 1 a byte stream, 2 a WHATWG socket that pings */
+  static create(options, nowMs, socket) {
+    const handle = exports_.ctl_client_new(put(JSON.stringify(options)), seedWord(), seedWord(), nowMs, socket)
     if (handle < 0) throw new TypeError('the WebAssembly build refused the client options')
     return new Client(handle)
   }
@@ -246,6 +258,11 @@ class Client {
     return answer(exports_.ctl_socket_send_failed(this.handle, textLen, put(error, textLen), nowMs))
   }
 
+  /** @param {Uint8Array} payload @param {number} nowMs */
+  socketPong(payload, nowMs) {
+    return answer(exports_.ctl_socket_pong(this.handle, putBytes(payload), nowMs))
+  }
+
   /** @param {number} nowMs */
   timerFired(nowMs) {
     return answer(exports_.ctl_timer_fired(this.handle, nowMs))
@@ -256,19 +273,25 @@ class Client {
   /** The byte stream connected (TCP, and TLS for wss://).
    *  @param {number} nowMs */
   streamConnected(nowMs) {
+    seedEntropy()
     return answer(exports_.ctl_stream_connected(this.handle, nowMs))
   }
 
-  /** Bytes arrived: the answer to the first thing they complete, or null.
+  /** Bytes arrived: the answer to the first thing they complete, or null; `streamMore` then
+   *  says whether `streamRead` may find more.
    *  @param {Uint8Array} data @param {number} nowMs */
   streamData(data, nowMs) {
-    return streamAnswer(exports_.ctl_stream_data(this.handle, putBytes(data), nowMs))
+    const actions = streamAnswer(exports_.ctl_stream_data(this.handle, putBytes(data), nowMs))
+    this.streamMore = words[cells + 3] === 1
+    return actions
   }
 
   /** The answer to the next thing the bytes that arrived complete, or null.
    *  @param {number} nowMs */
   streamRead(nowMs) {
-    return streamAnswer(exports_.ctl_stream_read(this.handle, nowMs))
+    const actions = streamAnswer(exports_.ctl_stream_read(this.handle, nowMs))
+    this.streamMore = words[cells + 3] === 1
+    return actions
   }
 
   /** The byte stream ended, with `error` if one ended it.

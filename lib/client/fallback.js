@@ -67,8 +67,12 @@ function streamTransport(url, getCore, run) {
         })
         s.on('data', (/** @type {Uint8Array} */ chunk) => {
           // One frame at a time: each frame's handlers are called before the next is read.
-          for (let actions = core.streamData(chunk, performance.now()); actions !== null && stream === s; actions = core.streamRead(performance.now())) {
+          let actions = core.streamData(chunk, performance.now())
+          while (actions !== null) {
+            const more = core.streamMore
             run(actions)
+            if (!more || stream !== s) break
+            actions = core.streamRead(performance.now())
           }
         })
         s.on('error', (/** @type {unknown} */ e) => {

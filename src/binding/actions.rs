@@ -141,8 +141,11 @@ pub enum JsAction {
     /// JavaScript socket only: construct a socket for the worker's URL.
     Open,
     /// JavaScript socket only.
+    /// With `ping_after` (a socket that can ping), then `ping()` with this number, eight bytes
+    /// big-endian: its pong proves the worker read the frame (D13).
     Send {
         text: String,
+        ping_after: Option<f64>,
     },
     /// JavaScript socket only: `close(code, reason)`, or `close()` without a code.
     Close {
@@ -191,7 +194,11 @@ pub fn to_js(action: Action) -> Option<JsAction> {
         Action::Log(line) => JsAction::Log { line },
         Action::Call(call) => call_to_js(call),
         Action::Open => JsAction::Open,
-        Action::Send(out) => JsAction::Send { text: out.text },
+        Action::Send(out) => JsAction::Send {
+            text: out.text,
+            // Pings count up from 1: far below 2^53.
+            ping_after: out.ping_after.map(|n| n as f64),
+        },
         Action::Close { code, reason } => JsAction::Close {
             code: code.map(u32::from),
             reason: reason.map(str::to_owned),

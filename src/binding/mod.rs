@@ -41,7 +41,10 @@ pub struct ClientOptions {
     pub connect_timeout_ms: f64,
 }
 
-fn core(options: ClientOptions, liveness: bool) -> Protocol {
+/// The core for a transport: `liveness` (the native one) has the heartbeat and the connect
+/// timeout; `pings` (the native one, or a product's socket class with `ping()`, as `ws`'s) confirms
+/// reports by ping (D13).
+fn core(options: ClientOptions, liveness: bool, pings: bool) -> Protocol {
     let (heartbeat_ms, connect_timeout_ms) = if liveness {
         (options.heartbeat_ms, options.connect_timeout_ms)
     } else {
@@ -57,8 +60,7 @@ fn core(options: ClientOptions, liveness: bool) -> Protocol {
         seed: RandomState::new().build_hasher().finish(),
         heartbeat_ms,
         connect_timeout_ms,
-        // D13: only the native transport can ping.
-        confirm_by_ping: liveness,
+        confirm_by_ping: pings,
     })
 }
 
@@ -125,11 +127,13 @@ mod native;
 #[napi]
 impl Client {
     /// A client whose socket is a JavaScript object the glue drives; `start()` begins.
-    /// `now_ms` is the glue's clock.
+    /// `now_ms` is the glue's clock. With `pings` (its class has `ping()`, as `ws`'s does) a
+    /// report is sent with the number of a ping to follow it (`Send`'s `pingAfter`), and the
+    /// pong that carries it back (`socketPong`) confirms it (D13).
     #[napi(factory)]
-    pub fn js_socket(options: ClientOptions, now_ms: f64) -> Client {
+    pub fn js_socket(options: ClientOptions, now_ms: f64, pings: Option<bool>) -> Client {
         Client::over(Transport::JsSocket(Box::new(JsSocket {
-            core: core(options, false),
+            core: core(options, false, pings.unwrap_or(false)),
             now: now_ms,
             timer_at: None,
         })))
@@ -308,6 +312,12 @@ impl Client {
         self.socket_event(now_ms, |core, now| {
             core.on_send_text_failed(text, &error, now)
         })
+    }
+
+    /// The socket's pong event, carrying `payload`.
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn socket_pong(&mut self, payload: Uint8Array, now_ms: f64) -> Actions {
+        self.socket_event(now_ms, |core, now| core.on_pong(&payload, now))
     }
 
     /// The timer a `SetTimer` action set fired.

@@ -60,9 +60,12 @@ pub enum JsAction<'a> {
     },
     /// A WHATWG socket: construct one for the worker's URL.
     Open,
-    /// A WHATWG socket: `send(text)`.
+    /// A WHATWG socket: `send(text)`; with `ping_after` (a socket class with `ping()`), then a
+    /// ping carrying this number, whose pong proves the worker read the frame (D13).
     Send {
         text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ping_after: Option<u64>,
     },
     /// A WHATWG socket: `close(code, reason)`, or `close()` without a code.
     Close {
@@ -113,7 +116,10 @@ pub fn to_js(action: &Action) -> Option<JsAction<'_>> {
         Action::Log(line) => JsAction::Log { line },
         Action::Call(call) => call_to_js(call),
         Action::Open => JsAction::Open,
-        Action::Send(out) => JsAction::Send { text: &out.text },
+        Action::Send(out) => JsAction::Send {
+            text: &out.text,
+            ping_after: out.ping_after,
+        },
         Action::Close { code, reason } => JsAction::Close {
             code: *code,
             reason: *reason,

@@ -163,10 +163,11 @@ impl OwnSocket {
 
 impl Client {
     /// A client over a WHATWG socket the glue drives (`own_socket` false: no heartbeat, no
-    /// connect timeout, and a report counts as delivered once it left the socket's buffer, D13),
-    /// or over the module's own WebSocket on a byte stream the glue connects (the heartbeat, the
-    /// connect timeout and D13's confirmation by ping, as natively).
-    pub fn new(options: Options, seed: u64, now: f64, own_socket: bool) -> Client {
+    /// connect timeout; a report counts as delivered once it left the socket's buffer, D13,
+    /// unless the socket `pings`, as `ws`'s can), or over the module's own WebSocket on a byte
+    /// stream the glue connects (the heartbeat, the connect timeout and D13's confirmation by
+    /// ping, as natively).
+    pub fn new(options: Options, seed: u64, now: f64, own_socket: bool, pings: bool) -> Client {
         let (heartbeat_ms, connect_timeout_ms) = if own_socket {
             (options.heartbeat_ms, options.connect_timeout_ms)
         } else {
@@ -188,7 +189,7 @@ impl Client {
             seed,
             heartbeat_ms,
             connect_timeout_ms,
-            confirm_by_ping: own_socket,
+            confirm_by_ping: own_socket || pings,
         });
         Client {
             core,
@@ -422,6 +423,14 @@ impl Client {
             }
         }
         true
+    }
+
+    /// Whether the latest `stream_read` may have left more to read.
+    pub fn stream_more(&self) -> bool {
+        self.own
+            .as_ref()
+            .and_then(|own| own.wire.as_ref())
+            .is_some_and(|wire| wire.more())
     }
 
     /// The byte stream ended (closed, or failed with `error`): a connect that failed if the

@@ -23,8 +23,14 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Where the latest answer starts (its length is what the event's function returned), then
-/// where the bytes it has the glue write start, and their length.
-static OUTPUT_CELLS: [AtomicU32; 3] = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
+/// where the bytes it has the glue write start, their length, and (after a byte-stream read) 1
+/// when that read may have left more to read.
+static OUTPUT_CELLS: [AtomicU32; 4] = [
+    AtomicU32::new(0),
+    AtomicU32::new(0),
+    AtomicU32::new(0),
+    AtomicU32::new(0),
+];
 
 #[derive(Default)]
 struct Module {
@@ -50,6 +56,7 @@ fn event(handle: u32, f: impl FnOnce(&mut Client, &[u8], &mut Vec<u8>)) -> u32 {
         module.output.clear();
         module.write.clear();
         OUTPUT_CELLS[2].store(0, Ordering::Relaxed);
+        OUTPUT_CELLS[3].store(0, Ordering::Relaxed);
         let Some(client) = module
             .clients
             .get_mut(handle as usize)
@@ -98,8 +105,8 @@ pub extern "C" fn ctl_input(capacity: u32) -> u32 {
     })
 }
 
-/// The address of the three cells: where the latest answer starts, where the bytes to write
-/// start, how many there are.
+/// The address of the four cells: where the latest answer starts, where the bytes to write
+/// start, how many there are, whether a byte-stream read may have left more.
 #[no_mangle]
 pub extern "C" fn ctl_output_cells() -> u32 {
     OUTPUT_CELLS.as_ptr() as usize as u32
@@ -119,16 +126,17 @@ pub extern "C" fn ctl_seed_entropy(len: u32) {
 
 /// A client from its options, the JSON text in the input's first `len` bytes; its handle, or
 /// -1 when the options are not what the glue sends. `seed_*` seeds the reconnect jitter; `now`
-/// is the glue's clock. With `own_socket` 1 the module speaks WebSocket itself over a byte
-/// stream the glue connects (the `ctl_stream_*` events); with 0 the glue's socket is a WHATWG
-/// one (the `ctl_socket_*` events).
+/// is the glue's clock. `socket` says what the glue's socket is: 1, a byte stream the glue
+/// connects, over which the module speaks WebSocket itself (the `ctl_stream_*` events); 0, a
+/// WHATWG socket (the `ctl_socket_*` events); 2, a WHATWG socket that can ping (D13: reports
+/// are confirmed by its pongs, `ctl_socket_pong`).
 #[no_mangle]
 pub extern "C" fn ctl_client_new(
     len: u32,
     seed_high: u32,
     seed_low: u32,
     now: f64,
-    own_socket: u32,
+    socket: u32,
 ) -> i32 {
     MODULE.with(|module| {
         let module = &mut *module.borrow_mut();
@@ -136,7 +144,7 @@ pub extern "C" fn ctl_client_new(
             return -1;
         };
         let seed = (u64::from(seed_high) << 32) | u64::from(seed_low);
-        let client = Some(Client::new(options, seed, now, own_socket == 1));
+        let client = Some(Client::new(options, seed, now, socket == 1, socket == 2));
         let handle = match module.clients.iter().position(Option::is_none) {
             Some(free) => {
                 module.clients[free] = client;
@@ -362,6 +370,15 @@ pub extern "C" fn ctl_socket_send_failed(
     })
 }
 
+/// The socket's pong event; its payload is the input's first `len` bytes.
+#[no_mangle]
+pub extern "C" fn ctl_socket_pong(handle: u32, len: u32, now: f64) -> u32 {
+    event(handle, |client, input, out| {
+        let payload = input.get(..len as usize).unwrap_or_default();
+        client.run(Some(now), out, |core, now| core.on_pong(payload, now))
+    })
+}
+
 /// The timer a `SetTimer` action set fired.
 #[no_mangle]
 pub extern "C" fn ctl_timer_fired(handle: u32, now: f64) -> u32 {
@@ -384,6 +401,7 @@ pub extern "C" fn ctl_stream_data(handle: u32, len: u32, now: f64) -> i32 {
     let answer = event(handle, |client, input, out| {
         let bytes = input.get(..len as usize).unwrap_or_default();
         read = client.stream_data(out, bytes, now);
+        OUTPUT_CELLS[3].store(u32::from(client.stream_more()), Ordering::Relaxed);
     });
     if read {
         i32::try_from(answer).unwrap_or(i32::MAX)
@@ -399,6 +417,7 @@ pub extern "C" fn ctl_stream_read(handle: u32, now: f64) -> i32 {
     let mut read = false;
     let answer = event(handle, |client, _, out| {
         read = client.stream_read(out, now);
+        OUTPUT_CELLS[3].store(u32::from(client.stream_more()), Ordering::Relaxed);
     });
     if read {
         i32::try_from(answer).unwrap_or(i32::MAX)

@@ -83,6 +83,12 @@ pub struct Wire {
     link: Option<Link>,
     /// Bytes for a link that is gone (a close frame), still to be handed to the socket.
     leftover: Vec<u8>,
+    /// What the read after the latest message found, read ahead so that the glue knows whether
+    /// to ask again (tungstenite buffers what it took from the stream: the stream's own bytes
+    /// cannot tell).
+    ahead: Option<Result<Message, WsError>>,
+    /// The latest read may have left more to read.
+    more: bool,
 }
 
 impl Wire {
@@ -91,6 +97,8 @@ impl Wire {
         let mut wire = Wire {
             link: None,
             leftover: Vec::new(),
+            ahead: None,
+            more: false,
         };
         let refused = match client_with_config(url, Pipe::default(), Some(socket_config())) {
             // An answer cannot have come before the request was written.
@@ -125,13 +133,21 @@ impl Wire {
         }
     }
 
+    /// Whether the latest read may have left more to read (another `read` may find something).
+    pub fn more(&self) -> bool {
+        self.more
+    }
+
     /// Reads the next thing the connection holds.
     pub fn read(&mut self) -> Incoming {
+        self.more = false;
         match self.link.take() {
             None => Incoming::Nothing,
             Some(Link::Upgrading(mid)) => match mid.handshake() {
                 Ok((ws, _response)) => {
                     self.link = Some(Link::Open(Box::new(ws)));
+                    // Frames may have come with the upgrade's answer.
+                    self.more = true;
                     Incoming::Opened
                 }
                 Err(HandshakeError::Interrupted(mid)) => {
@@ -141,7 +157,11 @@ impl Wire {
                 Err(HandshakeError::Failure(e)) => Incoming::Refused(e.to_string()),
             },
             Some(Link::Open(mut ws)) => {
-                let result = match ws.read() {
+                let read = match self.ahead.take() {
+                    Some(read) => read,
+                    None => ws.read(),
+                };
+                let result = match read {
                     Ok(message) => {
                         // A ping's pong, queued by tungstenite, goes out with the next write.
                         let _ = ws.flush();
@@ -160,6 +180,15 @@ impl Wire {
                         return Incoming::Broken;
                     }
                 };
+                if matches!(result, Incoming::Message(_)) {
+                    match ws.read() {
+                        Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        ahead => {
+                            self.ahead = Some(ahead);
+                            self.more = true;
+                        }
+                    }
+                }
                 self.link = Some(Link::Open(ws));
                 result
             }
