@@ -186,7 +186,7 @@ export interface FrameMessage {
 export interface ReportMessage {
   client: number
   type: 'state' | 'state-refused' | 'target-ready' | 'source-stopped-output' | 'target-applied' | 'abort'
-  /** `sent`: handed to the socket. `confirmed` (not with `WebSocket`): the worker proved it
+  /** `sent`: handed to the socket. `confirmed` (with `WebSocket`, only if its class has `ping()`, as ws's): the worker proved it
    *  read the report (D13). `held`: made while disconnected, or sent on a connection that ended
    *  before it was confirmed (D13); kept, and sent right after the next hello-ack.
    *  `superseded`: a held or unconfirmed report replaced by a newer one (published for the
