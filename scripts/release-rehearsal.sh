@@ -429,7 +429,7 @@ label() {
   done
   echo
   echo "build: what a real connection used: native = the $HOST_PLATFORM binary from the product's own platform package;"
-  echo "wasm = the WebAssembly build in the root package (over ws; the worker is the npm product's testing kit)."
+  echo "wasm = the WebAssembly build in the root package (its own WebSocket; the worker is the npm product's testing kit)."
 } | tee "$TMP/table.txt"
 [ "$registry_status" = 0 ] || status=1
 for r in "${rows[@]}"; do for c in install build esm cjs tsc; do [[ ${CELL[$r.$c]:-✗} != *✗* ]] || status=1; done; done
