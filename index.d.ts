@@ -133,11 +133,11 @@ export interface ConnectMigrationOptions {
    *  restarted worker do not all come back at once. Default 0.2 on the native transport, 0 (the
    *  exact schedule) with `WebSocket`. The backoff resets only after a hello-ack. */
   reconnectJitter?: number | undefined
-  /** Native transport: ping the worker this often, in ms (default 15000; 0 disables). A
+  /** Native transport and the WebAssembly build (not `WebSocket`): ping the worker this often, in ms (default 15000; 0 disables). A
    *  connection with no frame and no pong for twice this long is declared dead, closed and
    *  reconnected — a frozen worker or a half-open network is found this way. */
   heartbeatMs?: number | undefined
-  /** Native transport: the TCP connect, the WebSocket upgrade and the hello-ack must all
+  /** Native transport and the WebAssembly build (not `WebSocket`): the TCP connect, the WebSocket upgrade and the hello-ack must all
    *  complete within this many ms (default 10000; 0 disables), else the attempt counts as
    *  failed and backs off. */
   connectTimeoutMs?: number | undefined
@@ -238,8 +238,9 @@ export type ReportMessage =
       /** Unique to each `connectMigration` call in the process. */
       client: number
       type: ReportType
-      /** `sent`: handed to the socket. `confirmed` (native transport only): the worker proved it
-       *  read the report (D13). `held`: made while disconnected, or sent on a connection that
+      /** `sent`: handed to the socket. `confirmed` (natively, on the WebAssembly build, and with
+       *  `WebSocket` if its class has `ping()`, as ws's does): the worker proved it read the report
+       *  (D13). `held`: made while disconnected, or sent on a connection that
        *  ended before it was confirmed (D13); kept, and sent right after the next hello-ack.
        *  `superseded`: a held or unconfirmed report replaced by a newer one (published for the
        *  older). */

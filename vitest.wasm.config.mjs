@@ -1,5 +1,7 @@
 // The suites of everything the client does on its WebAssembly build — all but the native
-// transport's own (heartbeat, connect timeout, TLS, the off-thread hello, the fault suites):
+// transport's own (TLS through rustls, the off-thread hello, threads); with the fault suites of
+// what the fallback's own WebSocket keeps as the native one does (the heartbeat finding a frozen
+// worker, D13's reports that reach the worker across a restart):
 //   npx vitest run -c vitest.wasm.config.mjs
 // NAPI_RS_FORCE_WASI is napi-rs's switch for every napi-rs package, vitest's own bundler among
 // them, so it is set inside the test processes only, where the client reads it on first use.
@@ -18,6 +20,8 @@ export default defineConfig({
       '__test__/wasm-fallback.test.ts',
       '__test__/diagnostics.test.ts',
       '__test__/observability.test.ts',
+      '__test__/faults/half-open.test.ts',
+      '__test__/faults/unread-report.test.ts',
     ],
     env: { NAPI_RS_FORCE_WASI: 'error' },
     setupFiles: ['__test__/support/wasm-only.ts'],

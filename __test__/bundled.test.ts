@@ -32,7 +32,7 @@ function plant(at: string) {
   mkdirSync(join(kit, 'lib/addon'), { recursive: true })
   cpSync(join(ROOT, 'package.json'), join(client, 'package.json'))
   cpSync(join(ROOT, 'testing/package.json'), join(kit, 'package.json'))
-  for (const file of ['napi-loader.js', 'wasi.js', `ctl-migration.${platform}.node.js`]) writeFileSync(join(client, 'lib/addon', file), MARKER)
+  for (const file of ['napi-loader.js', 'wasm.js', `ctl-migration.${platform}.node.js`]) writeFileSync(join(client, 'lib/addon', file), MARKER)
   for (const file of ['testing.js', `ctl-migration-testing.${platform}.node.js`]) writeFileSync(join(kit, 'lib/addon', file), MARKER)
 }
 

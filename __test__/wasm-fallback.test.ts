@@ -1,7 +1,7 @@
 // Where the client's code comes from: nothing native at import, the native addon on the first
 // client with a socket, and the WebAssembly build when the native one does not load (or
-// NAPI_RS_FORCE_WASI=error asks for it), over the runtime's WebSocket or `ws`. Each case runs in
-// a fresh process, so what it loads is its own.
+// NAPI_RS_FORCE_WASI=error asks for it), speaking WebSocket itself over node:net. Each case runs
+// in a fresh process, so what it loads is its own.
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
@@ -9,7 +9,6 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { ScriptedWorker } from './support/worker.js'
 
 const child = fileURLToPath(new URL('./fixtures/fallback-child.cjs', import.meta.url))
-const hasGlobalWebSocket = typeof (globalThis as { WebSocket?: unknown }).WebSocket === 'function'
 
 interface Fact {
   role?: string
@@ -18,7 +17,7 @@ interface Fact {
   started?: boolean
   logs?: string[]
   threw?: { name: string; message: string }
-  loaded: { native: string[]; wasi: boolean }
+  loaded: { native: string[]; wasm: boolean }
 }
 
 /** Runs the fixture in `mode` with exactly `env` (plus PATH); resolves with its one fact. */
@@ -51,12 +50,12 @@ const wasm = { NAPI_RS_FORCE_WASI: 'error' }
 describe('a lazy addon', () => {
   test('importing the package (CJS, ESM, the kit) and a no-op client load nothing', async () => {
     const fact = await run('import')
-    expect(fact).toMatchObject({ role: 'none', same: true, loaded: { native: [], wasi: false } })
+    expect(fact).toMatchObject({ role: 'none', same: true, loaded: { native: [], wasm: false } })
   })
 
   test('the first client with a socket loads the native addon, and only the client one', async () => {
     const fact = await run('connect', worker.env())
-    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { wasi: false } })
+    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { wasm: false } })
     expect(fact.loaded.native).toEqual([expect.stringMatching(/^ctl-migration\.[\w-]+\.node$/)])
     expect(worker.frames[0]).toMatchObject({ type: 'hello' })
   })
@@ -65,33 +64,22 @@ describe('a lazy addon', () => {
 describe('the WebAssembly build', () => {
   test('NAPI_RS_FORCE_WASI=error: a handshake on the WebAssembly build, nothing native loaded, no fallback logged', async () => {
     const fact = await run('connect', { ...worker.env(), ...wasm })
-    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasi: true } })
+    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasm: true } })
     expect(fact.logs!.filter((l) => /WebAssembly/.test(l))).toEqual([])
     expect(worker.frames[0]).toMatchObject({ type: 'hello', token: 'secret-token' })
   })
 
   test('a native binary that does not load: the client falls back by itself and logs why, once', async () => {
     const fact = await run('connect', { ...worker.env(), NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/ctl-migration.node' })
-    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasi: true } })
+    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasm: true } })
     expect(fact.logs!.filter((l) => /WebAssembly/.test(l))).toHaveLength(1)
-    expect(fact.logs![0]).toMatch(/^using the WebAssembly build and a JavaScript WebSocket: @norskvideo\/ctl-migration: the prebuilt binary for /)
+    expect(fact.logs![0]).toMatch(/^using the WebAssembly build: @norskvideo\/ctl-migration: the prebuilt binary for /)
   })
 
-  test('without a global WebSocket it drives the `ws` package', async () => {
-    const fact = await run('connect', { ...worker.env(), ...wasm, NO_GLOBAL_WEBSOCKET: '1' })
-    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [] } })
-  })
-
-  test.runIf(hasGlobalWebSocket)('with a global WebSocket it needs no `ws`', async () => {
-    const fact = await run('connect', { ...worker.env(), ...wasm, HIDE_WS: '1' })
-    expect(fact).toMatchObject({ role: 'source', connected: true })
-  })
-
-  test('with neither: connectMigration throws a TypeError that says to install ws or pass opts.WebSocket', async () => {
+  test('it needs neither `ws` nor a global WebSocket: it speaks WebSocket itself over node:net', async () => {
     const fact = await run('connect', { ...worker.env(), ...wasm, HIDE_WS: '1', NO_GLOBAL_WEBSOCKET: '1' })
-    expect(fact.threw?.name).toBe('TypeError')
-    expect(fact.threw?.message).toMatch(/install the `ws` package, or pass opts\.WebSocket/)
-    expect(worker.connections).toHaveLength(0)
+    expect(fact).toMatchObject({ role: 'source', connected: true, loaded: { native: [], wasm: true } })
+    expect(worker.frames[0]).toMatchObject({ type: 'hello', token: 'secret-token' })
   })
 
   test('the testing kit keeps its native worker under NAPI_RS_FORCE_WASI', async () => {

@@ -602,7 +602,7 @@ function fallbackTargets(rows) {
     const verdict = Number.isNaN(q) ? 'n/a   ' : q <= max ? 'met   ' : 'MISSED'
     lines.push(`- ${verdict} ${x.label} ≤ ${max.toFixed(1)}×: ${fmt(x.wasm?.p50, x.unit)} ÷ ${fmt(x.vs?.p50, x.unit)} ${x.unit} = ${ratio(x.wasm?.p50, x.vs?.p50)}`)
   }
-  return `Targets for the WebAssembly fallback (issue 20; wasm ÷ vs at p50, a verdict only when vs is the JavaScript reference):\n${lines.join('\n')}`
+  return `Targets for the WebAssembly fallback (issues 20 and 28; wasm ÷ vs at p50, a verdict only when vs is the JavaScript reference):\n${lines.join('\n')}`
 }
 
 main().then(

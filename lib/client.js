@@ -9,15 +9,15 @@
 // that has a socket, so an import or a no-op client costs no native code and cannot fail.
 const { binding } = require('./addon/load.js')
 const diagnostics = require('./diagnostics.js')
-const { fallbackSocket } = require('./client/fallback.js')
+const { noteFallback, streamTransport } = require('./client/fallback.js')
 const { handlerCalls } = require('./client/handlers.js')
-const { jsSocketTransport } = require('./client/js-socket.js')
+const { jsSocketTransport, socketPings } = require('./client/js-socket.js')
 const { nativeClient } = require('./client/native.js')
 const { resolveOptions } = require('./client/options.js')
 const { isStateRefusal, stateRefusal } = require('./client/refusal.js')
 const { appliedSummary, describe, payloadJson } = require('./client/values.js')
 
-/** @typedef {import('./addon/binding').JsAction} JsAction */
+/** @typedef {import('./addon/binding').JsAction | import('./addon/wasm').WriteAction} JsAction */
 
 const URL_ENV = 'NORSK_WORKER_WS_URL'
 const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
@@ -60,17 +60,24 @@ function noopClient() {
 function socketClient(handlers, url, token, name, opts) {
   const { options, productSocket, log } = resolveOptions(opts, url, token, name)
   const { addon, flavor, nativeError } = binding()
-  const Socket = productSocket ?? (flavor === 'native' ? undefined : fallbackSocket(nativeError, log))
+  // The WebAssembly build speaks WebSocket itself (over node:net / node:tls), unless the product
+  // gave its own socket class.
+  const ownStream = flavor === 'wasm' && !productSocket
+  if (ownStream && nativeError) noteFallback(log, nativeError)
   const clientId = diagnostics.nextClient()
   /** @param {unknown} e */
   const reportGlueError = (e) => log(`internal error: ${describe(e) ?? 'unprintable'}`)
 
-  /** @type {ReturnType<typeof jsSocketTransport> | undefined} */
+  /** @type {ReturnType<typeof jsSocketTransport> | ReturnType<typeof streamTransport> | undefined} */
   let transport
-  const core = Socket
-    ? addon.Client.jsSocket(options, performance.now())
-    : nativeClient(addon.Client, options, (actions) => run(actions), reportGlueError)
-  if (Socket) transport = jsSocketTransport(Socket, url, () => core, (actions) => run(actions))
+  /** @type {import('./addon/binding').Client} */
+  const core = productSocket
+    ? addon.Client.jsSocket(options, performance.now(), socketPings(productSocket))
+    : ownStream
+      ? /** @type {any} */ (addon.Client).ownSocket(options, performance.now())
+      : nativeClient(addon.Client, options, (actions) => run(actions), reportGlueError)
+  if (productSocket) transport = jsSocketTransport(productSocket, url, () => core, (actions) => run(actions))
+  else if (ownStream) transport = streamTransport(url, () => /** @type {any} */ (core), (actions) => run(actions))
   const callHandler = handlerCalls({ handlers, core, run: (actions) => run(actions), clientId, reportGlueError })
 
   // Which notes the core builds: none until a diagnostics channel has a subscriber. Checked at
@@ -85,13 +92,12 @@ function socketClient(handlers, url, token, name, opts) {
   }
 
   // Carries out the core's actions, in order. Open, Send, Close and SetTimer come on a
-  // JavaScript socket only: the native transport carries them out itself. The WebAssembly build
-  // hands the actions over as one JSON text (one crossing of its boundary instead of many).
-  /** @param {JsAction[] | string} actions */
+  // JavaScript socket only, Open, Write, Close and SetTimer on the WebAssembly build's own: the
+  // native transport carries them out itself.
+  /** @param {JsAction[]} actions */
   function run(actions) {
-    const list = /** @type {JsAction[]} */ (typeof actions === 'string' ? JSON.parse(actions) : actions)
     observe()
-    for (const action of list) {
+    for (const action of actions) {
       switch (action.kind) {
         case 'Log':
           log(action.line)
@@ -110,7 +116,10 @@ function socketClient(handlers, url, token, name, opts) {
           transport?.open()
           break
         case 'Send':
-          transport?.send(action.text)
+          /** @type {ReturnType<typeof jsSocketTransport>} */ (transport)?.send(action.text, action.pingAfter)
+          break
+        case 'Write':
+          /** @type {ReturnType<typeof streamTransport>} */ (transport)?.write(action.bytes)
           break
         case 'Close':
           transport?.close(action.code, action.reason)

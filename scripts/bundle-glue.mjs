@@ -16,7 +16,7 @@
 //
 // What the client loads on first use stays out, as own-require.js's `require` is one esbuild
 // does not follow: napi-rs's loader and the .node binary, and the WebAssembly fallback
-// (lib/addon/wasi.js and wasm-runtime.js), which a native client never pays for. Everything the
+// (lib/addon/wasm.js and the .wasm module), which a native client never pays for. Everything the
 // fallback's glue needs (lib/client/fallback.js, js-socket.js) is in the bundle.
 //
 //   node scripts/bundle-glue.mjs        (scripts/build.sh and scripts/publish.sh run it)

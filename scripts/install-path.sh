@@ -55,10 +55,9 @@ else
   BINARY=$ROOT/lib/addon/ctl-migration.$PLATFORM.node
   TESTING_BINARY=${TESTING_BINARY:-$ROOT/testing/lib/addon/ctl-migration-testing.$PLATFORM.node}
 fi
-WASM=$ROOT/lib/addon/ctl-migration.wasm32-wasip1.wasm
+WASM=$ROOT/lib/addon/ctl-migration.wasm
 if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then npm run build; fi
 [ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ]
-[ -f lib/addon/wasm-runtime.js ] || node scripts/bundle-wasm-runtime.mjs
 [ -f lib/client.bundle.js ] || node scripts/bundle-glue.mjs
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
@@ -95,7 +94,7 @@ for pair in .:client testing:testing; do
 done
 # The WebAssembly fallback and what runs it are in the client itself: no install option can
 # leave them out.
-for f in lib/addon/ctl-migration.wasm32-wasip1.wasm lib/addon/wasm-runtime.js lib/client.bundle.js lib/client.bundle.mjs lib/client.esm-bridge.js LICENSE; do
+for f in lib/addon/ctl-migration.wasm lib/addon/wasm.js lib/client.bundle.js lib/client.bundle.mjs lib/client.esm-bridge.js LICENSE; do
   [ -f "$TMP/stage/client/$f" ] || { echo "the client package lacks $f" >&2; exit 1; }
 done
 # The production addon carries no worker simulator (it is the testing addon's alone).
@@ -235,25 +234,22 @@ check "the type-checked product file names every type the package exports" node 
   }
   if (missing.length) { console.error("not used in smoke/product/types.mts:", missing.join(", ")); process.exit(1) }'
 # shellcheck disable=SC2016 # JavaScript, not shell
-check "no binary for this platform (riscv64): import works, and the client says what it needs" node -e '
+check "no binary for this platform (riscv64): import works, and the client says why it runs on WebAssembly" node -e '
   Object.defineProperty(process, "arch", { value: "riscv64" })
-  delete globalThis.WebSocket
   const m = require("@norskvideo/ctl-migration")
   if (m.connectMigration({}, {}).role !== "none") process.exit(1)
-  try {
-    m.connectMigration({}, { NORSK_WORKER_WS_URL: "ws://127.0.0.1:9/x", NORSK_WORKER_TOKEN: "t" })
+  const logs = []
+  const client = m.connectMigration({}, { NORSK_WORKER_WS_URL: "ws://127.0.0.1:9/x", NORSK_WORKER_TOKEN: "t" }, { log: (l) => logs.push(l) })
+  client.close()
+  const line = logs.find((l) => l.startsWith("using the WebAssembly build: "))
+  console.error(line)
+  if (!line || !/riscv64/.test(line)) process.exit(1)
+  // The list it names is the list of platform packages.
+  const named = /Prebuilt binaries exist for: ([^.]*)\./.exec(line)[1].split(", ")
+  const packages = Object.keys(require("@norskvideo/ctl-migration/package.json").optionalDependencies)
+  if (JSON.stringify(named.map((p) => "@norskvideo/ctl-migration-" + p).sort()) !== JSON.stringify(packages.sort())) {
+    console.error("named", named, "packages", packages)
     process.exit(1)
-  } catch (e) {
-    console.error(e.message)
-    const cause = e.cause || {}
-    if (!(e instanceof TypeError) || !/install the `ws` package/.test(e.message)) process.exit(1)
-    if (cause.code !== "ERR_CTL_MIGRATION_NO_BINARY" || !/riscv64/.test(cause.message) || !/linux-x64-gnu, linux-arm64-gnu/.test(cause.message)) process.exit(1)
-    // The list it names is the list of platform packages.
-    const packages = Object.keys(require("@norskvideo/ctl-migration/package.json").optionalDependencies)
-    if (JSON.stringify(cause.supported.map((p) => "@norskvideo/ctl-migration-" + p).sort()) !== JSON.stringify(packages.sort())) {
-      console.error("supported", cause.supported, "packages", packages)
-      process.exit(1)
-    }
   }'
 
 # ── a production install: the client and its platform package, nothing else ──
@@ -317,16 +313,6 @@ check "without binaries: CJS require, ESM import and the no-op client, nothing n
     const native = process.report.getReport().sharedObjects.filter((f) => /ctl-migration/.test(f))
     if (native.length) throw new Error("loaded " + native)
   })'
-# shellcheck disable=SC2016 # JavaScript, not shell
-check "without binaries, Node $(node --version) and no ws: connectMigration says to install ws" node -e '
-  delete globalThis.WebSocket
-  try {
-    require("@norskvideo/ctl-migration").connectMigration({}, { NORSK_WORKER_WS_URL: "ws://127.0.0.1:9/x", NORSK_WORKER_TOKEN: "t" })
-    process.exit(1)
-  } catch (e) {
-    console.error(e.message)
-    if (!(e instanceof TypeError) || !/install the `ws` package, or pass opts.WebSocket/.test(e.message)) process.exit(1)
-  }'
 check "without binaries: the testing kit says it needs the native addon" node -e '
   require("@norskvideo/ctl-migration-testing").startTestWorker().then(
     () => process.exit(1),
@@ -338,17 +324,15 @@ check "without binaries: the testing kit says it needs the native addon" node -e
 # binary for most versions off Linux x64 (the release workflow's legs there get each version
 # from setup-node's node-version matrix).
 NODE22=${SWEEP_NODE:-$("$ROOT/scripts/runtime-bin.sh" node22)}
-if [ -z "${SWEEP_NODE:-}" ] || "$NODE22" -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)'; then
-  check "without binaries, Node $("$NODE22" --version): a real handover on the WebAssembly build over the global WebSocket" \
-    env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
-fi
-install --omit=optional ws@8
-check "without binaries, Node $(node --version) with ws: a real handover on the WebAssembly build" \
+# The WebAssembly build speaks WebSocket itself over node:net: no ws, no global WebSocket needed.
+check "without binaries, Node $("$NODE22" --version): a real handover on the WebAssembly build" \
+  env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
+check "without binaries, Node $(node --version), no ws: a real handover on the WebAssembly build" \
   env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm node smoke/product/handover.mjs
 
 # ── every Node release line engines admits, its oldest and newest patches ────
 # Native (the product with its binary) and on the WebAssembly fallback (the install without
-# optional dependencies; `ws` is there for the Node 20s, which have no global WebSocket).
+# optional dependencies).
 say "Node versions"
 # With SWEEP_NODE (above), that one Node alone.
 node_specs=(node@20.0.0 node@20.18.0 node@20.19.0 node@22.0.0 node@22.11.0 node@22.12.0 node22 node24 node26)

@@ -10,7 +10,7 @@
 # ARTIFACTS_DIR holds, anywhere below it (the workflow downloads one folder per build job):
 #   ctl-migration.<platform>.node          the client, for each platform in package.json napi.targets
 #   ctl-migration-testing.<platform>.node  the testing package's worker simulator, the same platforms
-#   ctl-migration.wasm32-wasip1.wasm       the WebAssembly fallback (scripts/build.sh --wasm-only)
+#   ctl-migration.wasm                     the WebAssembly fallback (scripts/build.sh --wasm-only)
 #
 # It works in staged copies (STAGE, default a temporary directory: STAGE/package the client,
 # STAGE/testing the testing package), never in the repository:
@@ -63,9 +63,7 @@ PKG=$STAGE/package
 TESTING=$STAGE/testing
 rm -rf "$TESTING"
 say "stage in $PKG and $TESTING"
-# The WebAssembly fallback's runtime and the client's entries are generated, like the binaries
-# (scripts/bundle-wasm-runtime.mjs, scripts/bundle-glue.mjs).
-node scripts/bundle-wasm-runtime.mjs
+# The client's entries are generated, like the binaries (scripts/bundle-glue.mjs).
 node scripts/bundle-glue.mjs
 # stage SRC DEST: what npm pack takes of the package in SRC ("files", README, LICENSE,
 # package.json), as it is in git, and its npm/<platform>/ packages with the LICENSE, into DEST.
@@ -115,8 +113,8 @@ PLATFORMS=$(node -e '
   const { parseTriple } = require(process.argv[1])
   for (const t of require(process.argv[2]).napi.targets) console.log(parseTriple(t).platformArchABI)' \
   "$ROOT/node_modules/@napi-rs/cli" "$PKG/package.json")
-wasm=$(artifact ctl-migration.wasm32-wasip1.wasm)
-[ -n "$wasm" ] || fail "no ctl-migration.wasm32-wasip1.wasm in $ARTIFACTS (scripts/build.sh --wasm-only builds it)"
+wasm=$(artifact ctl-migration.wasm)
+[ -n "$wasm" ] || fail "no ctl-migration.wasm in $ARTIFACTS (scripts/build.sh --wasm-only builds it)"
 cp "$wasm" "$PKG/lib/addon/"
 placeholders=()
 for platform in $PLATFORMS; do
@@ -175,7 +173,7 @@ publish() {
   files=$(cd "$dir" && npm pack --dry-run --json --ignore-scripts 2>/dev/null |
     node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { for (const f of JSON.parse(s)[0].files) console.log(f.path) })')
   if grep -q '\.node$' <<<"$files"; then fail "$name carries a binary: $(grep '\.node$' <<<"$files")"; fi
-  if [ "$dir" = "$PKG" ] && ! grep -qx lib/addon/ctl-migration.wasm32-wasip1.wasm <<<"$files"; then
+  if [ "$dir" = "$PKG" ] && ! grep -qx lib/addon/ctl-migration.wasm <<<"$files"; then
     fail "$name lacks the WebAssembly build"
   fi
 

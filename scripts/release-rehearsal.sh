@@ -135,7 +135,7 @@ else
   for p in "${platforms[@]}"; do
     cp "$OUT/ctl-migration.$p.node" "$OUT/ctl-migration-testing.$p.node" "$TMP/artifacts/"
   done
-  cp lib/addon/ctl-migration.wasm32-wasip1.wasm "$TMP/artifacts/"
+  cp lib/addon/ctl-migration.wasm "$TMP/artifacts/"
 fi
 ls -l "$TMP/artifacts" >&2
 phase build
@@ -415,7 +415,7 @@ label() {
 {
   echo
   echo "release rehearsal: $PKG@$VERSION through verdaccio $VERDACCIO_VERSION at $REGISTRY"
-  if [ -n "${REHEARSAL_ARTIFACTS:-}" ]; then echo "binaries: prebuilt, from $REHEARSAL_ARTIFACTS"; else echo "built here: ${TARGETS[*]} (client + testing addon), wasm32-wasip1"; fi
+  if [ -n "${REHEARSAL_ARTIFACTS:-}" ]; then echo "binaries: prebuilt, from $REHEARSAL_ARTIFACTS"; else echo "built here: ${TARGETS[*]} (client + testing addon), the WebAssembly build"; fi
   timings=$(printf '%s, ' "${phases[@]}")
   echo "wall time $((SECONDS - T0)) s: ${timings%, }"
   echo
@@ -430,7 +430,7 @@ label() {
   done
   echo
   echo "build: what a real connection used: native = the $HOST_PLATFORM binary from the product's own platform package;"
-  echo "wasm = the WebAssembly build in the root package (over ws; the worker is the npm product's testing kit)."
+  echo "wasm = the WebAssembly build in the root package (its own WebSocket; the worker is the npm product's testing kit)."
 } | tee "$TMP/table.txt"
 [ "$registry_status" = 0 ] || status=1
 for r in "${rows[@]}"; do for c in install build esm cjs tsc; do [[ ${CELL[$r.$c]:-✗} != *✗* ]] || status=1; done; done

@@ -25,7 +25,7 @@ if [ "$#" -gt 0 ]; then WANT=("$@"); else WANT=("${ALL[@]}"); fi
 if [ -n "${BINARY:-}" ]; then
   NAPI_RS_NATIVE_LIBRARY_PATH=$(realpath "$BINARY")
   export NAPI_RS_NATIVE_LIBRARY_PATH
-elif ! compgen -G 'lib/addon/ctl-migration.*.node' >/dev/null || [ ! -f lib/addon/ctl-migration.wasm32-wasip1.wasm ]; then
+elif ! compgen -G 'lib/addon/ctl-migration.*.node' >/dev/null || [ ! -f lib/addon/ctl-migration.wasm ]; then
   npm run build
 fi
 

@@ -5,17 +5,14 @@
 //! - [`native`]: the native transport: the connection task on the runtime thread
 //!   `ctl-migration-runtime` keeps, and who reads the socket when; [`wire`], the WebSocket it
 //!   runs (tungstenite over a non-blocking socket, [`tls`] for `wss://`); `uv`, the libuv poll
-//!   through which Node's JavaScript thread reads the socket itself. Not in the WebAssembly
-//!   build, which has no sockets: there the glue drives a JavaScript WebSocket through the same
-//!   class.
+//!   through which Node's JavaScript thread reads the socket itself.
+//!
+//! Native only: the WebAssembly build is its own crate (crates/wasm), with no Node-API.
 
-#[cfg(not(target_family = "wasm"))]
 pub mod native;
-#[cfg(not(target_family = "wasm"))]
 pub mod tls;
 #[cfg(unix)]
 mod uv;
-#[cfg(not(target_family = "wasm"))]
 pub mod wire;
 
 mod binding;

@@ -23,9 +23,11 @@ export declare class Client {
   readSocket(): Array<JsAction> | null
   /**
    * A client whose socket is a JavaScript object the glue drives; `start()` begins.
-   * `now_ms` is the glue's clock.
+   * `now_ms` is the glue's clock. With `pings` (its class has `ping()`, as `ws`'s does) a
+   * report is sent with the number of a ping to follow it (`Send`'s `pingAfter`), and the
+   * pong that carries it back (`socketPong`) confirms it (D13).
    */
-  static jsSocket(options: ClientOptions, nowMs: number): Client
+  static jsSocket(options: ClientOptions, nowMs: number, pings?: boolean | undefined | null): Client
   get role(): string
   get connected(): boolean
   get migrationId(): string | null
@@ -61,6 +63,8 @@ export declare class Client {
   socketErrored(nowMs: number, bufferedAmount?: number | undefined | null): Array<JsAction>
   /** `send(text)` of a `Send` action threw `error`. */
   socketSendFailed(text: string, error: string, nowMs: number): Array<JsAction>
+  /** The socket's pong event, carrying `payload`. */
+  socketPong(payload: Uint8Array, nowMs: number): Array<JsAction>
   /** The timer a `SetTimer` action set fired. */
   timerFired(nowMs: number): Array<JsAction>
 }
@@ -94,8 +98,7 @@ export declare const enum Handler {
 
 /**
  * One thing the glue must do, in order. A handler call carries `handler`, which the glue
- * hands back to `settle` when the handler ends. As JSON (the WebAssembly build's [`Actions`])
- * it has the object's shape: `kind`, camelCase fields, an absent option left out.
+ * hands back to `settle` when the handler ends.
  */
 export type JsAction =
   | { kind: 'Log'; line: string }
@@ -107,7 +110,7 @@ export type JsAction =
   | { kind: 'Connected'; handler: Handler; role: string; migrationId?: string }
   | { kind: 'TooLarge'; message: string }
   | { kind: 'Open' }
-  | { kind: 'Send'; text: string }
+  | { kind: 'Send'; text: string; pingAfter?: number }
   | { kind: 'Close'; code?: number; reason?: string }
   | { kind: 'SetTimer'; delayMs?: number }
   | { kind: 'Connection'; event: string; attempt: number; role?: string; migrationId?: string; code?: number; reason?: string; retryInMs?: number }

@@ -1,7 +1,6 @@
 'use strict'
 // Loads this package's own run-time files (napi-rs's generated loader, the .node binaries, the
-// WebAssembly build) and what the package resolves from its place (`ws`) through a `require`
-// that bundlers do not follow. A product bundled with esbuild, Rollup or Vite keeps the package's
+// WebAssembly build) through a `require` that bundlers do not follow. A product bundled with esbuild, Rollup or Vite keeps the package's
 // JavaScript in its bundle and still finds those files where npm installed them, in
 // node_modules, when it runs; a bundle with no installed copy within reach gets an error saying
 // to mark the package external. The testing package finds its own files the same way

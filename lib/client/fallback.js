@@ -1,44 +1,140 @@
 'use strict'
-// The WebAssembly fallback's socket: without its native addon the client drives the same core
-// over a JavaScript WebSocket, the runtime's own or the `ws` package.
+// The WebAssembly fallback's socket. Without its native addon the client's module speaks
+// WebSocket itself (crates/wasm: tungstenite's protocol, as the native client's), over a byte
+// stream this connects with `node:net`, or `node:tls` for wss:// (so it trusts what Node trusts:
+// its CAs and NODE_EXTRA_CA_CERTS). Node, Bun and Deno all have them: the fallback needs neither
+// `ws` nor a global WebSocket, and keeps the native client's heartbeat, connect timeout and D13
+// confirmation by ping. Bytes in and out cross to the module once per event; the module's
+// actions say what to write, when to end the stream, and when to connect again.
 
-const { PACKAGE } = require('../addon/platform.js')
-const { builtin, ownRequire } = require('../addon/own-require.js')
+const { builtin } = require('../addon/own-require.js')
+const { hasLibuv } = require('../addon/platform.js')
+const { describe } = require('./values.js')
 
-/** The runtime's WebSocket, else `ws` (from this package's place, else from the product's entry
- *  script, for strict layouts; never from the working directory, where anyone may put code).
- *  @returns {Function | undefined} */
-function fallbackWebSocket() {
-  if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket
-  const entry = process.argv[1]
-  const finders = [() => ownRequire('ws')]
-  if (entry) finders.push(() => builtin('module').createRequire(builtin('path').resolve(entry))('ws'))
-  for (const find of finders) {
-    try {
-      const ws = find()
-      return ws.WebSocket ?? ws
-    } catch {
-      // not installed where this looks
-    }
+/** @typedef {import('../addon/wasm').Client} Client */
+/** @typedef {import('../addon/binding').JsAction | import('../addon/wasm').WriteAction} Action */
+
+// How long an ended stream may wait for the worker to close its side: the core's close-handshake
+// limit (CLOSE_HANDSHAKE_LIMIT_MS), after which it is destroyed.
+const CLOSE_HANDSHAKE_LIMIT_MS = 2_000
+
+// Where Node reads a plain TCP stream into (`onread`): one buffer for every read, no `data`
+// event and no Buffer per read (15–20 % of the fallback's CPU per small round trip). Node's own
+// option; Bun's and Deno's sockets, and TLS, deliver `data` events.
+const READ_BUFFER_BYTES = 64 * 1024
+/** @type {Buffer | undefined} */
+let readBuffer
+
+/** The byte stream to `url`'s host: TCP, or TLS for wss:// (its host name verified); `onBytes`
+ *  receives what it reads.
+ *  @param {URL} target @param {(bytes: Uint8Array) => void} onBytes */
+function connectStream(target, onBytes) {
+  const tls = target.protocol === 'wss:'
+  // An IPv6 literal comes bracketed.
+  const host = target.hostname.replace(/^\[(.*)\]$/, '$1')
+  const port = Number(target.port) || (tls ? 443 : 80)
+  const net = builtin('net')
+  if (!tls && hasLibuv()) {
+    // The module copies what it is given before the next read reuses the buffer.
+    const buffer = (readBuffer ??= Buffer.allocUnsafe(READ_BUFFER_BYTES))
+    const onread = { buffer, callback: (/** @type {number} */ n, /** @type {Buffer} */ buf) => void onBytes(buf.subarray(0, n)) }
+    return { stream: net.connect({ host, port, onread }), connectEvent: 'connect' }
   }
-  return undefined
+  if (!tls) {
+    const stream = net.connect({ host, port })
+    stream.on('data', onBytes)
+    return { stream, connectEvent: 'connect' }
+  }
+  const servername = net.isIP(host) ? undefined : host
+  const stream = builtin('tls').connect({ host, port, servername })
+  stream.on('data', onBytes)
+  return { stream, connectEvent: 'secureConnect' }
 }
 
-/** The socket class for a client on the WebAssembly build, or a TypeError saying what to install.
- *  @param {Error | undefined} nativeError why the native addon was not used
- *  @param {(line: string) => void} log */
-function fallbackSocket(nativeError, log) {
-  const Socket = fallbackWebSocket()
-  if (!Socket) {
-    throw new TypeError(
-      `${PACKAGE}: without its native addon the client needs a WebSocket class, and this runtime has ` +
-        'none (Node.js before 22): install the `ws` package, or pass opts.WebSocket.' +
-        (nativeError ? ` (The native addon: ${nativeError.message})` : ''),
-      { cause: nativeError },
-    )
+/**
+ * The transport of a client whose module speaks WebSocket itself.
+ * @param {string} url
+ * @param {() => Client} getCore
+ * @param {(actions: Action[]) => void} run
+ */
+function streamTransport(url, getCore, run) {
+  /** @type {any} the current stream */
+  let stream
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer
+  return {
+    open() {
+      // A promise job, as the JavaScript-socket transport opens: the same turn as the reference.
+      void Promise.resolve().then(() => {
+        const core = getCore()
+        if (core.finished) return
+        /** @type {any} */
+        let s
+        let connectEvent
+        try {
+          const target = new URL(url)
+          if (target.protocol !== 'ws:' && target.protocol !== 'wss:') throw new TypeError(`not a WebSocket URL: ${url}`)
+          ;({ stream: s, connectEvent } = connectStream(target, (bytes) => read(bytes)))
+        } catch (e) {
+          run(core.streamEnded(describe(e) ?? 'connecting threw', performance.now()))
+          return
+        }
+        stream = s
+        /** @type {unknown} */
+        let failure
+        s.setNoDelay?.(true)
+        s.on(connectEvent, () => {
+          if (stream === s) run(core.streamConnected(performance.now()))
+        })
+        /** One frame at a time: each frame's handlers are called before the next is read.
+         *  @param {Uint8Array} bytes */
+        function read(bytes) {
+          if (stream !== s) return
+          let actions = core.streamData(bytes, performance.now())
+          while (actions !== null) {
+            const more = core.streamMore
+            run(actions)
+            if (!more || stream !== s) break
+            actions = core.streamRead(performance.now())
+          }
+        }
+        s.on('error', (/** @type {unknown} */ e) => {
+          failure = e
+        })
+        s.on('close', () => {
+          if (stream !== s) return
+          stream = undefined
+          const why = failure === undefined ? 'the connection closed' : (describe(/** @type {any} */ (failure)?.message ?? failure) ?? 'socket error')
+          run(core.streamEnded(why, performance.now()))
+        })
+      })
+    },
+    /** @param {Uint8Array} bytes */
+    write(bytes) {
+      stream?.write(bytes)
+    },
+    /** Ends the stream after what was written (a close frame, if any); the process need not
+     *  wait for the worker to close its side. */
+    close() {
+      const s = stream
+      stream = undefined
+      if (!s) return
+      s.end()
+      s.unref?.()
+      setTimeout(() => s.destroy(), CLOSE_HANDSHAKE_LIMIT_MS).unref()
+    },
+    /** @param {number | undefined} ms */
+    setTimer(ms) {
+      clearTimeout(timer)
+      timer =
+        ms === undefined || ms === null
+          ? undefined
+          : setTimeout(() => {
+              timer = undefined
+              run(getCore().timerFired(performance.now()))
+            }, ms)
+    },
   }
-  if (nativeError) noteFallback(log, nativeError)
-  return Socket
 }
 
 let fallbackNoted = false
@@ -47,7 +143,7 @@ let fallbackNoted = false
 function noteFallback(log, nativeError) {
   if (fallbackNoted) return
   fallbackNoted = true
-  log(`using the WebAssembly build and a JavaScript WebSocket: ${nativeError.message}`)
+  log(`using the WebAssembly build: ${nativeError.message}`)
 }
 
-module.exports = { fallbackSocket }
+module.exports = { streamTransport, noteFallback }

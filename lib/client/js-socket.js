@@ -1,8 +1,7 @@
 'use strict'
-// The transport over a WHATWG-shaped socket the product supplies (or the WebAssembly fallback's
-// WebSocket), run on the JavaScript thread with the reference's timing: the socket is constructed
-// one microtask after it is asked for, events are handled synchronously, and the core's one timer
-// is a JavaScript timer.
+// The transport over a WHATWG-shaped socket the product supplies (`opts.WebSocket`), run on the
+// JavaScript thread with the reference's timing: the socket is constructed one microtask after it
+// is asked for, events are handled synchronously, and the core's one timer is a JavaScript timer.
 
 const { describe, frameText } = require('./values.js')
 
@@ -22,6 +21,34 @@ function bufferedAmount(s) {
 }
 /** @typedef {import('../addon/binding').Client} Client */
 
+/** D13: whether the class can ping (`ws`'s has `ping()`, and emits `pong`): then each report is
+ *  followed by a numbered ping, and the pong carrying it back confirms it, as natively. A WHATWG
+ *  socket has no ping.
+ *  @param {any} Ctor */
+function socketPings(Ctor) {
+  try {
+    return typeof Ctor?.prototype?.ping === 'function' && typeof Ctor.prototype.on === 'function'
+  } catch {
+    return false
+  }
+}
+
+/** A ping's payload: its number, eight bytes big-endian, as the core numbers them.
+ *  @param {number} n */
+function pingPayload(n) {
+  const bytes = new Uint8Array(8)
+  new DataView(bytes.buffer).setBigUint64(0, BigInt(n))
+  return bytes
+}
+
+/** A pong's payload as bytes.
+ *  @param {unknown} data */
+function pongBytes(data) {
+  if (data instanceof Uint8Array) return data
+  if (data instanceof ArrayBuffer) return new Uint8Array(data)
+  return new Uint8Array(0)
+}
+
 /**
  * @param {any} Ctor the socket class
  * @param {string} url
@@ -29,6 +56,7 @@ function bufferedAmount(s) {
  * @param {(actions: JsAction[]) => void} run
  */
 function jsSocketTransport(Ctor, url, getCore, run) {
+  const pings = socketPings(Ctor)
   /** @type {any} */
   let socket
   /** @type {ReturnType<typeof setTimeout> | undefined} */
@@ -80,15 +108,28 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         s.onerror = () => {
           if (socket === s) run(core.socketErrored(performance.now(), bufferedAmount(s)))
         }
+        if (pings) {
+          s.on('pong', (/** @type {unknown} */ data) => {
+            if (socket === s) run(core.socketPong(pongBytes(data), performance.now()))
+          })
+        }
       })
     },
-    /** @param {string} text */
-    send(text) {
+    /** @param {string} text @param {number | undefined} pingAfter D13: the ping to follow it */
+    send(text, pingAfter) {
       const s = socket
       try {
         s.send(text)
       } catch (e) {
         run(getCore().socketSendFailed(text, describe(e) ?? 'send threw', performance.now()))
+        return
+      }
+      if (pings && pingAfter !== undefined && pingAfter !== null) {
+        try {
+          s.ping(pingPayload(pingAfter))
+        } catch {
+          // Unconfirmed, the report is held if the connection ends: nothing is lost.
+        }
       }
     },
     /** @param {number | undefined} code @param {string | undefined} reason */
@@ -115,4 +156,4 @@ function jsSocketTransport(Ctor, url, getCore, run) {
   }
 }
 
-module.exports = { jsSocketTransport }
+module.exports = { jsSocketTransport, socketPings }

@@ -8,8 +8,8 @@ const DEFAULT_MIN_BACKOFF_MS = 1_000
 const DEFAULT_MAX_BACKOFF_MS = 30_000
 const DEFAULT_HEARTBEAT_MS = 15_000
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
-// Native transport only: a product's own socket keeps the reference's exact schedule, so its
-// fake-timer tests drive the backoff as they always did.
+// The native transport's and the WebAssembly build's own socket's: a product's own socket keeps
+// the reference's exact schedule, so its fake-timer tests drive the backoff as they always did.
 const DEFAULT_NATIVE_JITTER = 0.2
 
 /** @typedef {Record<string, unknown>} Options */

@@ -116,7 +116,7 @@ async function checkFamily(name, binary, checkRoot) {
 }
 
 await checkFamily(CLIENT, 'ctl-migration', ({ pkg, pkgDir, files, problems }) => {
-  const wasm = 'lib/addon/ctl-migration.wasm32-wasip1.wasm'
+  const wasm = 'lib/addon/ctl-migration.wasm'
   const built = artifactFiles.get(path.basename(wasm))
   if (!files.includes(wasm)) problems.push('no WebAssembly build')
   else if (built && sha256(path.join(pkgDir, wasm)) !== sha256(built)) problems.push('the WebAssembly build is not the one built')

@@ -53,5 +53,4 @@ if (process.env.EXPECT_BUILD === 'wasm' && fallbacks.length !== 1) {
 source.client.close()
 target.client.close()
 await worker.close()
-const socket = build === 'native' ? 'its own socket' : typeof globalThis.WebSocket === 'function' ? 'the global WebSocket' : 'ws'
-console.log(`esm handover ok (${process.version}, ${build} over ${socket}): ${timeline.steps.map((s) => s.step).join(' → ')} in ${timeline.totalMs} ms`)
+console.log(`esm handover ok (${process.version}, ${build}): ${timeline.steps.map((s) => s.step).join(' → ')} in ${timeline.totalMs} ms`)

@@ -63,7 +63,7 @@ async function main() {
       runtime: process.versions.bun ? `Bun ${process.versions.bun}` : `Node ${process.version}`,
       platformPackages,
       build: wasm ? 'wasm' : clientBinary ? 'native' : 'unknown',
-      client: wasm ? 'lib/addon/ctl-migration.wasm32-wasip1.wasm' : rel(clientBinary),
+      client: wasm ? 'lib/addon/ctl-migration.wasm' : rel(clientBinary),
       testing: rel(testingBinary),
     }),
   )

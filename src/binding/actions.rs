@@ -5,31 +5,23 @@
 use ctl_migration_core::protocol::{
     Action, Call, HandlerKind, HandlerOutcome, Note, ReportOutcome, Role, StateOutcome,
 };
-use napi::bindgen_prelude::{sys, ToNapiValue};
 use napi_derive::napi;
-use serde::Serialize;
 
 /// A handler on the product's handlers object, by its name there.
 #[napi(string_enum)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handler {
     #[napi(value = "onGetState")]
-    #[serde(rename = "onGetState")]
     GetState,
     #[napi(value = "onInitialState")]
-    #[serde(rename = "onInitialState")]
     InitialState,
     #[napi(value = "onCutoverReady")]
-    #[serde(rename = "onCutoverReady")]
     CutoverReady,
     #[napi(value = "onCutoverApply")]
-    #[serde(rename = "onCutoverApply")]
     CutoverApply,
     #[napi(value = "onAbort")]
-    #[serde(rename = "onAbort")]
     Abort,
     #[napi(value = "onConnected")]
-    #[serde(rename = "onConnected")]
     Connected,
 }
 
@@ -106,11 +98,8 @@ impl Settled {
 }
 
 /// One thing the glue must do, in order. A handler call carries `handler`, which the glue
-/// hands back to `settle` when the handler ends. As JSON (the WebAssembly build's [`Actions`])
-/// it has the object's shape: `kind`, camelCase fields, an absent option left out.
+/// hands back to `settle` when the handler ends.
 #[napi(discriminant = "kind")]
-#[derive(Serialize)]
-#[serde(tag = "kind", rename_all_fields = "camelCase")]
 pub enum JsAction {
     Log {
         line: String,
@@ -142,7 +131,6 @@ pub enum JsAction {
     Connected {
         handler: Handler,
         role: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
     },
     /// A report was over the frame cap; nothing was sent. The glue throws `message` as a
@@ -153,42 +141,36 @@ pub enum JsAction {
     /// JavaScript socket only: construct a socket for the worker's URL.
     Open,
     /// JavaScript socket only.
+    /// With `ping_after` (a socket that can ping), then `ping()` with this number, eight bytes
+    /// big-endian: its pong proves the worker read the frame (D13).
     Send {
         text: String,
+        ping_after: Option<f64>,
     },
     /// JavaScript socket only: `close(code, reason)`, or `close()` without a code.
     Close {
-        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<u32>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
     /// JavaScript socket only: set the one timer to fire in `delay_ms` (replacing it), or stop
     /// it when there is none; `timerFired` when it fires.
     SetTimer {
-        #[serde(skip_serializing_if = "Option::is_none")]
         delay_ms: Option<f64>,
     },
     /// For `ctl-migration:connection`: `connecting`, `connected`, `disconnected` or `closed`.
     Connection {
         event: String,
         attempt: u32,
-        #[serde(skip_serializing_if = "Option::is_none")]
         role: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<u32>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         retry_in_ms: Option<f64>,
     },
     /// For `ctl-migration:frame`: `direction` is `in` or `out`.
     Frame {
         direction: String,
         frame_type: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
         bytes: u32,
     },
@@ -197,35 +179,13 @@ pub enum JsAction {
     Report {
         report_type: String,
         outcome: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
 }
 
-/// The actions one call hands the glue. A native build hands them over as an array of objects;
-/// the WebAssembly build as one JSON text for the glue's `JSON.parse`, which costs far less there
-/// than one call across emnapi per object and per field.
-pub struct Actions(pub Vec<JsAction>);
-
-impl ToNapiValue for Actions {
-    unsafe fn to_napi_value(env: sys::napi_env, actions: Self) -> napi::Result<sys::napi_value> {
-        #[cfg(not(target_family = "wasm"))]
-        return Vec::to_napi_value(env, actions.0);
-        #[cfg(target_family = "wasm")]
-        String::to_napi_value(
-            env,
-            json(&actions.0).map_err(|e| napi::Error::from_reason(e.to_string()))?,
-        )
-    }
-}
-
-/// `actions` as a JSON array.
-#[cfg(any(target_family = "wasm", test))]
-fn json(actions: &[JsAction]) -> serde_json::Result<String> {
-    serde_json::to_string(actions)
-}
+/// The actions one call hands the glue, as an array of objects.
+pub type Actions = Vec<JsAction>;
 
 /// The action for the glue; none for a ping, which only the native transport sends (the core
 /// pings only with the heartbeat on, which a JavaScript socket never has).
@@ -234,7 +194,11 @@ pub fn to_js(action: Action) -> Option<JsAction> {
         Action::Log(line) => JsAction::Log { line },
         Action::Call(call) => call_to_js(call),
         Action::Open => JsAction::Open,
-        Action::Send(out) => JsAction::Send { text: out.text },
+        Action::Send(out) => JsAction::Send {
+            text: out.text,
+            // Pings count up from 1: far below 2^53.
+            ping_after: out.ping_after.map(|n| n as f64),
+        },
         Action::Close { code, reason } => JsAction::Close {
             code: code.map(u32::from),
             reason: reason.map(str::to_owned),
@@ -360,39 +324,5 @@ fn note_to_js(note: Note) -> JsAction {
                 _ => None,
             },
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_json_has_the_objects_shape() {
-        let actions = [
-            JsAction::CutoverReady {
-                handler: Handler::CutoverReady,
-                payload: "{\"a\":[1]}".to_owned(),
-                migration_id: "m\"1".to_owned(),
-            },
-            JsAction::Connected {
-                handler: Handler::Connected,
-                role: "source".to_owned(),
-                migration_id: None,
-            },
-            JsAction::Open,
-            JsAction::SetTimer { delay_ms: None },
-            JsAction::SetTimer {
-                delay_ms: Some(1.5),
-            },
-        ];
-        assert_eq!(
-            json(&actions).ok().as_deref(),
-            Some(concat!(
-                r#"[{"kind":"CutoverReady","handler":"onCutoverReady","payload":"{\"a\":[1]}","migrationId":"m\"1"},"#,
-                r#"{"kind":"Connected","handler":"onConnected","role":"source"},"#,
-                r#"{"kind":"Open"},{"kind":"SetTimer"},{"kind":"SetTimer","delayMs":1.5}]"#
-            ))
-        );
     }
 }

@@ -2,8 +2,7 @@
 //!
 //! Every method returns the actions the JavaScript glue (`lib/client.js`) must carry out now, as
 //! typed objects (`{ kind: 'Send', text }`, `{ kind: 'CutoverReady', payload, migrationId, … }`,
-//! [`actions`]); the WebAssembly build hands the same list over as one JSON text ([`Actions`]). With the native transport ([`native`], not in the WebAssembly build) that is
-//! only log lines and handler calls (the socket lives on the runtime thread, whose own log
+//! [`actions`]). With the native transport ([`native`]) that is only log lines and handler calls (the socket lives on the runtime thread, whose own log
 //! lines and handler calls arrive through one threadsafe function); with a JavaScript socket
 //! ([`JsSocket`]) it is everything, socket work and its one timer too, so the glue runs it
 //! synchronously on the JavaScript thread as the reference client does.
@@ -15,7 +14,7 @@ mod actions;
 use actions::{to_js, Actions, Ended, Handler, JsAction, Settled};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
-use ctl_migration_core::protocol::{Config, Observed, Protocol, TooLarge};
+use ctl_migration_core::protocol::{timer_delay_ms, Config, Observed, Protocol, TooLarge};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::collections::hash_map::RandomState;
@@ -42,7 +41,10 @@ pub struct ClientOptions {
     pub connect_timeout_ms: f64,
 }
 
-fn core(options: ClientOptions, liveness: bool) -> Protocol {
+/// The core for a transport: `liveness` (the native one) has the heartbeat and the connect
+/// timeout; `pings` (the native one, or a product's socket class with `ping()`, as `ws`'s) confirms
+/// reports by ping (D13).
+fn core(options: ClientOptions, liveness: bool, pings: bool) -> Protocol {
     let (heartbeat_ms, connect_timeout_ms) = if liveness {
         (options.heartbeat_ms, options.connect_timeout_ms)
     } else {
@@ -58,8 +60,7 @@ fn core(options: ClientOptions, liveness: bool) -> Protocol {
         seed: RandomState::new().build_hasher().finish(),
         heartbeat_ms,
         connect_timeout_ms,
-        // D13: only the native transport can ping.
-        confirm_by_ping: liveness,
+        confirm_by_ping: pings,
     })
 }
 
@@ -111,7 +112,6 @@ impl JsSocket {
 }
 
 enum Transport {
-    #[cfg(not(target_family = "wasm"))]
     Native(native::Native),
     JsSocket(Box<JsSocket>),
 }
@@ -122,17 +122,18 @@ pub struct Client {
 }
 
 // After `Client`: napi-rs expands a `#[napi] impl` only after the struct it is for.
-#[cfg(not(target_family = "wasm"))]
 mod native;
 
 #[napi]
 impl Client {
     /// A client whose socket is a JavaScript object the glue drives; `start()` begins.
-    /// `now_ms` is the glue's clock.
+    /// `now_ms` is the glue's clock. With `pings` (its class has `ping()`, as `ws`'s does) a
+    /// report is sent with the number of a ping to follow it (`Send`'s `pingAfter`), and the
+    /// pong that carries it back (`socketPong`) confirms it (D13).
     #[napi(factory)]
-    pub fn js_socket(options: ClientOptions, now_ms: f64) -> Client {
+    pub fn js_socket(options: ClientOptions, now_ms: f64, pings: Option<bool>) -> Client {
         Client::over(Transport::JsSocket(Box::new(JsSocket {
-            core: core(options, false),
+            core: core(options, false, pings.unwrap_or(false)),
             now: now_ms,
             timer_at: None,
         })))
@@ -141,7 +142,6 @@ impl Client {
     #[napi(getter)]
     pub fn role(&self) -> &'static str {
         match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.role().as_str(),
             Transport::JsSocket(js) => js.core.role().as_str(),
         }
@@ -150,7 +150,6 @@ impl Client {
     #[napi(getter)]
     pub fn connected(&self) -> bool {
         match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.connected(),
             Transport::JsSocket(js) => js.core.connected(),
         }
@@ -159,7 +158,6 @@ impl Client {
     #[napi(getter)]
     pub fn migration_id(&self) -> Option<String> {
         match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.migration_id(),
             Transport::JsSocket(js) => js.core.migration_id().map(str::to_owned),
         }
@@ -169,7 +167,6 @@ impl Client {
     #[napi(getter)]
     pub fn finished(&self) -> bool {
         match &self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.finished(),
             Transport::JsSocket(js) => js.core.is_finished(),
         }
@@ -239,7 +236,6 @@ impl Client {
     #[napi(ts_return_type = "Array<JsAction>")]
     pub fn close(&mut self) -> Actions {
         let actions = self.apply(|core, _| core.close());
-        #[cfg(not(target_family = "wasm"))]
         if let Transport::Native(native) = &self.transport {
             native.closed();
         }
@@ -318,24 +314,23 @@ impl Client {
         })
     }
 
+    /// The socket's pong event, carrying `payload`.
+    #[napi(ts_return_type = "Array<JsAction>")]
+    pub fn socket_pong(&mut self, payload: Uint8Array, now_ms: f64) -> Actions {
+        self.socket_event(now_ms, |core, now| core.on_pong(&payload, now))
+    }
+
     /// The timer a `SetTimer` action set fired.
     #[napi(ts_return_type = "Array<JsAction>")]
     pub fn timer_fired(&mut self, now_ms: f64) -> Actions {
         let Some(js) = self.js_socket_mut() else {
-            return Actions(Vec::new());
+            return Vec::new();
         };
         // It was set for the core's deadline, so that has come, whatever the glue's clock
         // reads (a timer may fire a hair early; fake timers move no clock).
         let due = js.timer_at.take().map_or(now_ms, |at| now_ms.max(at));
-        Actions(js.run(Some(due), |core, now| core.handle_timeout(now)).1)
+        js.run(Some(due), |core, now| core.handle_timeout(now)).1
     }
-}
-
-/// A JavaScript timer's delay for a deadline `delay_ms` away: whole milliseconds, rounded up,
-/// since its firing counts as the deadline come (`timer_fired`); but first rid of the float noise
-/// of `deadline - now` (999.9999999999999 is 1000 ms, not 999: timers truncate a fraction).
-fn timer_delay_ms(delay_ms: f64) -> f64 {
-    ((delay_ms * 1_000.0).round() / 1_000.0).ceil().max(0.0)
 }
 
 /// Tells the core what a WHATWG socket still buffered as it ended, if it said.
@@ -354,19 +349,17 @@ impl Client {
     fn js_socket_mut(&mut self) -> Option<&mut JsSocket> {
         match &mut self.transport {
             Transport::JsSocket(js) => Some(js),
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(_) => None,
         }
     }
 
     fn apply(&mut self, f: impl FnOnce(&mut Protocol, f64)) -> Actions {
-        Actions(self.run(f).1)
+        self.run(f).1
     }
 
     /// Runs `f` on the core with the time on the transport's clock.
     fn run<R>(&mut self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<JsAction>) {
         match &mut self.transport {
-            #[cfg(not(target_family = "wasm"))]
             Transport::Native(native) => native.run(f),
             Transport::JsSocket(js) => js.run(None, f),
         }
@@ -374,10 +367,10 @@ impl Client {
 
     /// An event of the glue's socket, at `now_ms` on its clock.
     fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Actions {
-        Actions(match self.js_socket_mut() {
+        match self.js_socket_mut() {
             Some(js) => js.run(Some(now_ms), f).1,
             None => Vec::new(),
-        })
+        }
     }
 
     /// A report, or the one action saying it was over the frame cap.
@@ -385,30 +378,14 @@ impl Client {
         &mut self,
         f: impl FnOnce(&mut Protocol) -> std::result::Result<(), TooLarge>,
     ) -> Actions {
-        Actions(
-            match self.run(|core, now| {
-                core.tell(now);
-                f(core)
-            }) {
-                (Ok(()), actions) => actions,
-                (Err(too_large), _) => vec![JsAction::TooLarge {
-                    message: too_large.to_string(),
-                }],
-            },
-        )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::timer_delay_ms;
-
-    #[test]
-    fn a_timer_delay_is_whole_milliseconds_never_early() {
-        assert_eq!(timer_delay_ms(999.999_999_999_9), 1000.0);
-        assert_eq!(timer_delay_ms(1_000.000_000_000_1), 1000.0);
-        assert_eq!(timer_delay_ms(1.5), 2.0);
-        assert_eq!(timer_delay_ms(0.0), 0.0);
-        assert_eq!(timer_delay_ms(-0.2), 0.0);
+        match self.run(|core, now| {
+            core.tell(now);
+            f(core)
+        }) {
+            (Ok(()), actions) => actions,
+            (Err(too_large), _) => vec![JsAction::TooLarge {
+                message: too_large.to_string(),
+            }],
+        }
     }
 }

@@ -152,9 +152,13 @@ impl Client {
             .as_ref()
             .and_then(|_| SocketReads::event_loop(&env));
         let url = options.url.clone();
-        let client =
-            NativeClient::start(core(options, true), url, TsfnSink(tsfn), uv_loop.is_some())
-                .map_err(Error::from_reason)?;
+        let client = NativeClient::start(
+            core(options, true, true),
+            url,
+            TsfnSink(tsfn),
+            uv_loop.is_some(),
+        )
+        .map_err(Error::from_reason)?;
         let reads = match (uv_loop, readable) {
             (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(
                 &env,

@@ -1,23 +1,10 @@
 //! What the build scripts of both addons (the client's and the testing kit's) do: napi-build's
-//! set-up, on macOS the link arguments that make the binary what its platform package ships, and
-//! for WebAssembly the stack size.
+//! set-up, and on macOS the link arguments that make the binary what its platform package ships.
 
 /// Sets up the build of the addon published as `<binary_name>.<platform>.node`.
 pub fn setup(binary_name: &str) {
     napi_build::setup();
     macos_link_args(binary_name);
-    wasm_stack();
-}
-
-/// The WebAssembly build's stack: 1 MiB (lld's default) in place of napi-build's 64 MB, which
-/// put 1,024 pages into the module's minimum memory. Nothing in the binding recurses on a peer's
-/// input (the payload check keeps its open brackets in a bit stack), so a frame's depth does not
-/// reach it; `__test__/js-socket.test.ts` sends a 64 KiB frame nested to the brim. A later
-/// `-zstack-size` wins over napi-build's.
-fn wasm_stack() {
-    if std::env::var("CARGO_CFG_TARGET_FAMILY").as_deref() == Ok("wasm") {
-        println!("cargo:rustc-link-arg=-zstack-size=1048576");
-    }
 }
 
 /// macOS: the addon's install name is its published file name, not the path it was linked at on

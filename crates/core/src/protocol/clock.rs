@@ -322,6 +322,15 @@ impl Protocol {
     }
 }
 
+/// A JavaScript timer's delay for a deadline `delay_ms` away: whole milliseconds, rounded up,
+/// since its firing counts as the deadline come; but first rid of the float noise of
+/// `deadline - now` (999.9999999999999 is 1000 ms, not 999: timers truncate a fraction). For the
+/// transports whose one timer is a JavaScript timer (the binding's JavaScript socket, the
+/// WebAssembly build).
+pub fn timer_delay_ms(delay_ms: f64) -> f64 {
+    ((delay_ms * 1_000.0).round() / 1_000.0).ceil().max(0.0)
+}
+
 /// Milliseconds as the log lines print them: whole numbers without a fraction.
 pub(super) fn display_ms(ms: f64) -> String {
     if ms.fract() == 0.0 {

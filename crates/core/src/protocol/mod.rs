@@ -21,7 +21,7 @@ pub use actions::*;
 #[cfg(test)]
 use clock::CLOSE_HANDSHAKE_LIMIT_MS;
 use clock::{display_ms, Deadlines, Waiting};
-pub use clock::{Deadline, Wait, PONG_WAIT_MS};
+pub use clock::{timer_delay_ms, Deadline, Wait, PONG_WAIT_MS};
 
 use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};

@@ -1300,3 +1300,12 @@ fn on_a_whatwg_socket_a_report_still_buffered_at_the_end_is_held() {
     p.on_error(2.0);
     assert!(report_outcomes(&take(&mut p)).is_empty());
 }
+
+#[test]
+fn a_timer_delay_is_whole_milliseconds_never_early() {
+    assert_eq!(timer_delay_ms(999.999_999_999_9), 1000.0);
+    assert_eq!(timer_delay_ms(1_000.000_000_000_1), 1000.0);
+    assert_eq!(timer_delay_ms(1.5), 2.0);
+    assert_eq!(timer_delay_ms(0.0), 0.0);
+    assert_eq!(timer_delay_ms(-0.2), 0.0);
+}

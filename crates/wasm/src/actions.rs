@@ -1,0 +1,291 @@
+//! The core's actions as the glue takes them: one JSON array per event, each action an object
+//! with `kind` and camelCase fields (an absent option left out), the shape `lib/client.js` carries
+//! out and `lib/addon/binding.d.ts` types as `JsAction`. Written straight from the core's
+//! [`Action`]s into the module's output buffer, borrowing their text.
+
+use ctl_migration_core::protocol::{Action, Call, HandlerKind, Note, ReportOutcome};
+use serde::Serialize;
+
+/// A handler's name on the product's handlers object, which the glue hands back to `settle`.
+pub fn handler_name(kind: HandlerKind) -> &'static str {
+    match kind {
+        HandlerKind::GetState => "onGetState",
+        HandlerKind::InitialState => "onInitialState",
+        HandlerKind::CutoverReady => "onCutoverReady",
+        HandlerKind::CutoverApply => "onCutoverApply",
+        HandlerKind::Abort => "onAbort",
+        HandlerKind::Connected => "onConnected",
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all_fields = "camelCase")]
+pub enum JsAction<'a> {
+    Log {
+        line: &'a str,
+    },
+    GetState {
+        handler: &'static str,
+        migration_id: &'a str,
+    },
+    InitialState {
+        handler: &'static str,
+        payload: &'a str,
+        migration_id: &'a str,
+    },
+    CutoverReady {
+        handler: &'static str,
+        payload: &'a str,
+        migration_id: &'a str,
+    },
+    CutoverApply {
+        handler: &'static str,
+        payload: &'a str,
+        migration_id: &'a str,
+    },
+    Abort {
+        handler: &'static str,
+        reason: &'a str,
+        migration_id: &'a str,
+    },
+    Connected {
+        handler: &'static str,
+        role: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+    },
+    /// A report was over the frame cap; nothing was sent. The glue throws it as a RangeError.
+    TooLarge {
+        message: &'a str,
+    },
+    /// A WHATWG socket: construct one for the worker's URL.
+    Open,
+    /// A WHATWG socket: `send(text)`; with `ping_after` (a socket class with `ping()`), then a
+    /// ping carrying this number, whose pong proves the worker read the frame (D13).
+    Send {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ping_after: Option<u64>,
+    },
+    /// A WHATWG socket: `close(code, reason)`, or `close()` without a code.
+    Close {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    },
+    /// Set the one timer to fire in `delay_ms` (replacing it), or stop it when there is none.
+    SetTimer {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        delay_ms: Option<f64>,
+    },
+    Connection {
+        event: &'static str,
+        attempt: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        role: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<f64>,
+    },
+    Frame {
+        direction: &'static str,
+        frame_type: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+        bytes: usize,
+    },
+    Report {
+        report_type: &'static str,
+        outcome: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'static str>,
+    },
+}
+
+/// The action for the glue; none for what the module carries out itself.
+pub fn to_js(action: &Action) -> Option<JsAction<'_>> {
+    Some(match action {
+        Action::Log(line) => JsAction::Log { line },
+        Action::Call(call) => call_to_js(call),
+        Action::Open => JsAction::Open,
+        Action::Send(out) => JsAction::Send {
+            text: &out.text,
+            ping_after: out.ping_after,
+        },
+        Action::Close { code, reason } => JsAction::Close {
+            code: *code,
+            reason: *reason,
+        },
+        // A WHATWG socket cannot ping; the core pings only with the heartbeat on.
+        Action::Ping(_) => return None,
+        Action::Note(note) => note_to_js(note),
+    })
+}
+
+fn call_to_js(call: &Call) -> JsAction<'_> {
+    let handler = handler_name(call.handler());
+    match call {
+        Call::GetState { migration_id } => JsAction::GetState {
+            handler,
+            migration_id,
+        },
+        Call::InitialState {
+            payload,
+            migration_id,
+        } => JsAction::InitialState {
+            handler,
+            payload,
+            migration_id,
+        },
+        Call::CutoverReady {
+            payload,
+            migration_id,
+        } => JsAction::CutoverReady {
+            handler,
+            payload,
+            migration_id,
+        },
+        Call::CutoverApply {
+            payload,
+            migration_id,
+        } => JsAction::CutoverApply {
+            handler,
+            payload,
+            migration_id,
+        },
+        Call::Abort {
+            reason,
+            migration_id,
+        } => JsAction::Abort {
+            handler,
+            reason,
+            migration_id,
+        },
+        Call::Connected { role, migration_id } => JsAction::Connected {
+            handler,
+            role: role.as_str(),
+            migration_id: migration_id.as_deref(),
+        },
+    }
+}
+
+fn connection(event: &'static str, attempt: u32) -> JsAction<'static> {
+    JsAction::Connection {
+        event,
+        attempt,
+        role: None,
+        migration_id: None,
+        code: None,
+        reason: None,
+        retry_in_ms: None,
+    }
+}
+
+fn note_to_js(note: &Note) -> JsAction<'_> {
+    match note {
+        Note::Connecting { attempt } => connection("connecting", *attempt),
+        Note::Connected {
+            attempt,
+            role,
+            migration_id,
+        } => JsAction::Connection {
+            event: "connected",
+            attempt: *attempt,
+            role: Some(role.as_str()),
+            migration_id: migration_id.as_deref(),
+            code: None,
+            reason: None,
+            retry_in_ms: None,
+        },
+        Note::Disconnected {
+            attempt,
+            code,
+            reason,
+            retry_in_ms,
+            migration_id,
+        } => JsAction::Connection {
+            event: "disconnected",
+            attempt: *attempt,
+            role: None,
+            migration_id: migration_id.as_deref(),
+            code: *code,
+            reason: Some(reason),
+            retry_in_ms: *retry_in_ms,
+        },
+        Note::Closed { attempt } => connection("closed", *attempt),
+        Note::Frame {
+            direction,
+            type_name,
+            migration_id,
+            bytes,
+        } => JsAction::Frame {
+            direction: direction.as_str(),
+            frame_type: type_name,
+            migration_id: migration_id.as_deref(),
+            bytes: *bytes,
+        },
+        Note::Report {
+            type_name,
+            outcome,
+            migration_id,
+        } => JsAction::Report {
+            report_type: type_name,
+            outcome: outcome.as_str(),
+            migration_id: migration_id.as_deref(),
+            reason: match outcome {
+                ReportOutcome::Dropped(reason) => Some(reason),
+                _ => None,
+            },
+        },
+    }
+}
+
+/// Appends `actions` to `out` as one JSON array.
+pub fn write_json(out: &mut Vec<u8>, actions: &[JsAction<'_>]) {
+    // Writing into a Vec fails only for a map key that is not a string, which no action has.
+    let _ = serde_json::to_writer(out, actions);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_has_the_objects_shape() {
+        let actions = [
+            JsAction::CutoverReady {
+                handler: "onCutoverReady",
+                payload: "{\"a\":[1]}",
+                migration_id: "m\"1",
+            },
+            JsAction::Connected {
+                handler: "onConnected",
+                role: "source",
+                migration_id: None,
+            },
+            JsAction::Open,
+            JsAction::SetTimer { delay_ms: None },
+            JsAction::SetTimer {
+                delay_ms: Some(1.5),
+            },
+        ];
+        let mut out = Vec::new();
+        write_json(&mut out, &actions);
+        assert_eq!(
+            String::from_utf8(out).ok().as_deref(),
+            Some(concat!(
+                r#"[{"kind":"CutoverReady","handler":"onCutoverReady","payload":"{\"a\":[1]}","migrationId":"m\"1"},"#,
+                r#"{"kind":"Connected","handler":"onConnected","role":"source"},"#,
+                r#"{"kind":"Open"},{"kind":"SetTimer"},{"kind":"SetTimer","delayMs":1.5}]"#
+            ))
+        );
+    }
+}

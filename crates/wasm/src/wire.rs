@@ -1,0 +1,262 @@
+//! The WebAssembly build's own WebSocket: tungstenite's protocol (the handshake, framing, masks,
+//! the 64 KiB cap, UTF-8 and protocol checks, ping replies, the close handshake) over in-memory
+//! buffers, the bytes going in and out through the glue's `node:net` / `node:tls` socket. The same
+//! WebSocket as the native client's (src/wire.rs), so the same heartbeat and D13 confirmation by
+//! ping: the core's rules, carried out here.
+
+use ctl_migration_core::frames::MAX_FRAME_BYTES;
+use std::io::{self, Read, Write};
+use tungstenite::client::client_with_config;
+use tungstenite::error::Error as WsError;
+use tungstenite::handshake::client::ClientHandshake;
+use tungstenite::handshake::{HandshakeError, MidHandshake};
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tungstenite::{Message, WebSocket};
+
+/// The socket's bytes: what arrived and is not read yet, and what is to be written.
+#[derive(Default)]
+pub struct Pipe {
+    input: Vec<u8>,
+    read_at: usize,
+    output: Vec<u8>,
+}
+
+impl Read for Pipe {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let rest = &self.input[self.read_at..];
+        if rest.is_empty() {
+            // Nothing more has arrived: tungstenite keeps its place and is asked again later.
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        self.read_at += n;
+        if self.read_at == self.input.len() {
+            self.input.clear();
+            self.read_at = 0;
+        }
+        Ok(n)
+    }
+}
+
+impl Write for Pipe {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.output.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Inbound frames over the cap are refused from their header, never buffered, as natively.
+fn socket_config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+        .read_buffer_size(16 * 1024)
+}
+
+/// What one read of the connection came to.
+pub enum Incoming {
+    /// Nothing complete has arrived.
+    Nothing,
+    /// The upgrade completed: the socket is open.
+    Opened,
+    /// The upgrade failed, as this says.
+    Refused(String),
+    Message(Message),
+    /// The connection cannot go on (a frame over the cap, a broken frame, text that is not
+    /// UTF-8: the worker was told with the close code it deserves).
+    Broken,
+}
+
+enum Link {
+    Upgrading(Box<MidHandshake<ClientHandshake<Pipe>>>),
+    Open(Box<WebSocket<Pipe>>),
+}
+
+/// One connection to the worker, from the TCP (and TLS) connection up.
+pub struct Wire {
+    link: Option<Link>,
+    /// Bytes for a link that is gone (a close frame), still to be handed to the socket.
+    leftover: Vec<u8>,
+    /// What the read after the latest message found, read ahead so that the glue knows whether
+    /// to ask again (tungstenite buffers what it took from the stream: the stream's own bytes
+    /// cannot tell).
+    ahead: Option<Result<Message, WsError>>,
+    /// The latest read may have left more to read.
+    more: bool,
+}
+
+impl Wire {
+    /// The socket to the worker connected: the upgrade request is the first thing written.
+    pub fn connected(url: &str) -> (Wire, Option<String>) {
+        let mut wire = Wire {
+            link: None,
+            leftover: Vec::new(),
+            ahead: None,
+            more: false,
+        };
+        let refused = match client_with_config(url, Pipe::default(), Some(socket_config())) {
+            // An answer cannot have come before the request was written.
+            Ok(_) => Some("the upgrade completed before it began".to_owned()),
+            Err(HandshakeError::Interrupted(mid)) => {
+                wire.link = Some(Link::Upgrading(Box::new(mid)));
+                None
+            }
+            Err(HandshakeError::Failure(e)) => Some(e.to_string()),
+        };
+        (wire, refused)
+    }
+
+    fn pipe(&mut self) -> Option<&mut Pipe> {
+        Some(match self.link.as_mut()? {
+            Link::Upgrading(mid) => mid.get_mut().get_mut(),
+            Link::Open(ws) => ws.get_mut(),
+        })
+    }
+
+    pub fn take_in(&mut self, bytes: &[u8]) {
+        if let Some(pipe) = self.pipe() {
+            pipe.input.extend_from_slice(bytes);
+        }
+    }
+
+    /// Moves what is to be written onto `out`.
+    pub fn drain_output(&mut self, out: &mut Vec<u8>) {
+        out.append(&mut self.leftover);
+        if let Some(pipe) = self.pipe() {
+            out.append(&mut pipe.output);
+        }
+    }
+
+    /// Whether the latest read may have left more to read (another `read` may find something).
+    pub fn more(&self) -> bool {
+        self.more
+    }
+
+    /// Reads the next thing the connection holds.
+    pub fn read(&mut self) -> Incoming {
+        self.more = false;
+        match self.link.take() {
+            None => Incoming::Nothing,
+            Some(Link::Upgrading(mid)) => match mid.handshake() {
+                Ok((ws, _response)) => {
+                    self.link = Some(Link::Open(Box::new(ws)));
+                    // Frames may have come with the upgrade's answer.
+                    self.more = true;
+                    Incoming::Opened
+                }
+                Err(HandshakeError::Interrupted(mid)) => {
+                    self.link = Some(Link::Upgrading(Box::new(mid)));
+                    Incoming::Nothing
+                }
+                Err(HandshakeError::Failure(e)) => Incoming::Refused(e.to_string()),
+            },
+            Some(Link::Open(mut ws)) => {
+                let read = match self.ahead.take() {
+                    Some(read) => read,
+                    None => ws.read(),
+                };
+                let result = match read {
+                    Ok(message) => {
+                        // A ping's pong, queued by tungstenite, goes out with the next write.
+                        let _ = ws.flush();
+                        Incoming::Message(message)
+                    }
+                    Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
+                        Incoming::Nothing
+                    }
+                    Err(e) => {
+                        if let Some((code, reason)) = close_for(&e) {
+                            // The worker is told why before the socket goes.
+                            let _ = ws.close(Some(close_frame(code, reason)));
+                            let _ = ws.flush();
+                        }
+                        self.retire(&mut ws);
+                        return Incoming::Broken;
+                    }
+                };
+                if matches!(result, Incoming::Message(_)) {
+                    match ws.read() {
+                        Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        ahead => {
+                            self.ahead = Some(ahead);
+                            self.more = true;
+                        }
+                    }
+                }
+                self.link = Some(Link::Open(ws));
+                result
+            }
+        }
+    }
+
+    /// Sends `text` and, when the core asks for it (D13), the ping that proves the worker read it,
+    /// in one write.
+    pub fn send(&mut self, text: &str, ping_after: Option<u64>) -> Result<(), String> {
+        let ws = self.open()?;
+        ws.write(Message::text(text)).map_err(|e| e.to_string())?;
+        if let Some(number) = ping_after {
+            ws.write(ping(number)).map_err(|e| e.to_string())?;
+        }
+        ws.flush().map_err(|e| e.to_string())
+    }
+
+    /// A heartbeat ping carrying `number`.
+    pub fn ping(&mut self, number: u64) -> Result<(), String> {
+        self.open()?.send(ping(number)).map_err(|e| e.to_string())
+    }
+
+    /// The product's close: the close frame goes out, and the link ends.
+    pub fn close(&mut self, code: u16, reason: &'static str) {
+        if let Some(Link::Open(mut ws)) = self.link.take() {
+            let _ = ws.close(Some(close_frame(code, reason)));
+            let _ = ws.flush();
+            self.retire(&mut ws);
+        }
+    }
+
+    /// Forgets the link, keeping what it still had to write.
+    fn retire(&mut self, ws: &mut WebSocket<Pipe>) {
+        self.leftover.append(&mut ws.get_mut().output);
+    }
+
+    /// Whether the upgrade is still under way.
+    pub fn upgrading(&self) -> bool {
+        matches!(self.link, Some(Link::Upgrading(_)))
+    }
+
+    fn open(&mut self) -> Result<&mut WebSocket<Pipe>, String> {
+        match self.link.as_mut() {
+            Some(Link::Open(ws)) => Ok(ws),
+            _ => Err("the connection is not open".to_owned()),
+        }
+    }
+}
+
+/// A WebSocket ping carrying `number`, as the core numbers them.
+fn ping(number: u64) -> Message {
+    Message::Ping(number.to_be_bytes().to_vec().into())
+}
+
+fn close_frame(code: u16, reason: &'static str) -> CloseFrame {
+    CloseFrame {
+        code: CloseCode::from(code),
+        reason: reason.into(),
+    }
+}
+
+/// The close code a read error deserves, as natively: 1009 for a frame over the cap, 1002 for a
+/// broken frame, 1007 for text that is not UTF-8. None when the connection itself is gone.
+fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
+    match error {
+        WsError::Capacity(_) => Some((1009, "frame over 64 KiB")),
+        WsError::Protocol(_) => Some((1002, "protocol error")),
+        WsError::Utf8(_) => Some((1007, "text frame is not UTF-8")),
+        _ => None,
+    }
+}
