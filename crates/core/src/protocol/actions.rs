@@ -74,6 +74,17 @@ pub enum HandlerKind {
 }
 
 impl HandlerKind {
+    /// Every kind, in a fixed order: a transport that cannot carry the type (the WebAssembly
+    /// build's exported functions) numbers them by their place here.
+    pub const ALL: [HandlerKind; 6] = [
+        HandlerKind::GetState,
+        HandlerKind::InitialState,
+        HandlerKind::CutoverReady,
+        HandlerKind::CutoverApply,
+        HandlerKind::Abort,
+        HandlerKind::Connected,
+    ];
+
     /// The worker frame that leads to the call.
     pub fn frame_type(self) -> FrameType {
         match self {
