@@ -21,7 +21,9 @@
 #      and with npm two more ways: `npm ci` from a lockfile made for darwin-arm64
 #      (`npm install --package-lock-only --os=darwin --cpu=arm64`), and `--omit=optional` (the
 #      WebAssembly fallback, from the registry);
-#   5. prints a table, package manager × check, and exits 1 on any ✗.
+#   5. runs `npx -p @norskvideo/ctl-migration-testing ctl-migration handover` from the registry in
+#      a product that has only the client;
+#   6. prints a table, package manager × check, and exits 1 on any ✗.
 #
 #   scripts/release-rehearsal.sh                          # the four Linux and two macOS targets
 #   REHEARSAL_TARGETS=host scripts/release-rehearsal.sh   # x86_64-unknown-linux-gnu only (CI)
@@ -396,6 +398,23 @@ else
 fi
 phase omit-optional
 
+# The command line from the registry, as a user runs it without installing the testing package:
+# `npx -p @norskvideo/ctl-migration-testing ctl-migration handover` in a product that has only
+# the client, handing the CLI suite's product over.
+say "npx -p $PKG-testing ctl-migration handover"
+dir=$(product npx)
+cp __test__/cli/fixtures/product.mjs "$dir/"
+NPX_CELL=✗
+if (cd "$dir" && run npm install --loglevel=error "$PKG@$VERSION" &&
+  run npx --yes -p "$PKG-testing@$VERSION" ctl-migration handover --json -- node product.mjs >"$TMP/products/npx.json") >>"$TMP/products/npx.log" 2>&1 &&
+  node -e 'process.exit(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).ok === true ? 0 : 1)' "$TMP/products/npx.json"; then
+  NPX_CELL=✓
+else
+  status=1
+  tail -n 20 "$TMP/products/npx.log" | sed "s/^/   [npx] /" >&2
+fi
+phase npx
+
 # ── table ────────────────────────────────────────────────────────────────────
 NODE_VERSION=$(node -p 'process.versions.node')
 # Pads to a width in characters (printf counts bytes, and ✓ is three).
@@ -428,6 +447,8 @@ label() {
   for r in "${rows[@]}"; do
     line "$(label "$r")" "${CELL[$r.install]:-✗}" "${CELL[$r.build]:-✗}" "${CELL[$r.esm]:-✗}" "${CELL[$r.cjs]:-✗}" "${CELL[$r.tsc]:-✗}"
   done
+  echo
+  echo "npx -p $PKG-testing@$VERSION ctl-migration handover, in a product with only the client: $NPX_CELL"
   echo
   echo "build: what a real connection used: native = the $HOST_PLATFORM binary from the product's own platform package;"
   echo "wasm = the WebAssembly build in the root package (its own WebSocket; the worker is the npm product's testing kit)."
