@@ -36,6 +36,7 @@ import {
   type HandoverStep,
   type HandoverStepName,
   type HandoverTimeline,
+  type HandoverWait,
   type Instance,
   type InstanceEnv,
   type InstanceRef,
@@ -189,7 +190,8 @@ async function test(): Promise<HandoverTimeline> {
       const step: HandoverStepName = e.step
       const failure: HandoverFailure = e.kind
       const done: HandoverStep[] = e.timeline.steps
-      console.log(step, failure, done.map((s) => s.latencyMs))
+      const waited: HandoverWait[] = e.timeline.waits
+      console.log(step, failure, done.map((s) => s.latencyMs), waited.length)
     }
     throw e
   } finally {
