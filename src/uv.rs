@@ -145,3 +145,34 @@ impl Drop for Poll {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn never_called(_: *mut c_void, _: c_int, _: c_int) {}
+
+    #[test]
+    fn outside_node_there_is_no_libuv_to_poll_with() {
+        assert!(!available());
+    }
+
+    #[test]
+    fn starting_a_poll_without_libuv_says_so() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let socket = TcpStream::connect(listener.local_addr().expect("bound")).expect("connected");
+        // SAFETY: no loop is touched: there is no libuv to call.
+        let started = unsafe {
+            Poll::start(
+                std::ptr::null_mut(),
+                socket,
+                never_called,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(
+            started.err().map(|e| e.to_string()).as_deref(),
+            Some("libuv is not available")
+        );
+    }
+}

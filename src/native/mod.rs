@@ -24,6 +24,8 @@
 
 mod handoff;
 mod task;
+#[cfg(test)]
+mod tests;
 
 use crate::wire::{would_block, Ws};
 use ctl_migration_core::close_code;

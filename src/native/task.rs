@@ -9,6 +9,8 @@ use super::{
 };
 use crate::native::handoff::Reader;
 use crate::wire::{connect, would_block, Ws};
+use ctl_migration_core::close_code;
+use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use ctl_migration_core::protocol::{Outbound, Wait};
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
@@ -384,13 +386,13 @@ async fn write<S: JsSink>(
     bounded(state, timer, Wait::Write, io).await
 }
 
-/// The close code a read error deserves: 1009 for a frame over the cap, 1002 for a broken
-/// frame, 1007 for text that is not UTF-8. None when the connection itself is gone.
+/// The close code a read error deserves: one for a frame over the cap, one for a broken frame,
+/// one for text that is not UTF-8. None when the connection itself is gone.
 pub(super) fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
     match error {
-        WsError::Capacity(_) => Some((1009, "frame over 64 KiB")),
-        WsError::Protocol(_) => Some((1002, "protocol error")),
-        WsError::Utf8(_) => Some((1007, "text frame is not UTF-8")),
+        WsError::Capacity(_) => Some((close_code::MESSAGE_TOO_BIG, "frame over 64 KiB")),
+        WsError::Protocol(_) => Some((close_code::PROTOCOL, "protocol error")),
+        WsError::Utf8(_) => Some((close_code::INVALID_PAYLOAD, "text frame is not UTF-8")),
         _ => None,
     }
 }
@@ -501,7 +503,7 @@ async fn close_unreadable<S: JsSink>(
     });
     let _ = bounded(state, timer, Wait::CloseHandshake, send).await;
     ws.get_ref().tcp().shutdown_write();
-    let mut discard = vec![0u8; 64 * 1024];
+    let mut discard = vec![0u8; MAX_FRAME_BYTES];
     let drain = wait_io(ws, |ws| {
         use std::io::Read as _;
         loop {
@@ -513,4 +515,165 @@ async fn close_unreadable<S: JsSink>(
         }
     });
     let _ = bounded(state, timer, Wait::CloseHandshake, drain).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::tests::{connected_js_reading, next_text, runtime, Recorder};
+    use crate::native::{route, Caller};
+    use tungstenite::error::{CapacityError, ProtocolError};
+    use tungstenite::Message;
+
+    #[test]
+    fn a_frame_over_the_cap_is_closed_as_too_big() {
+        let error = WsError::Capacity(CapacityError::MessageTooLong {
+            size: MAX_FRAME_BYTES + 1,
+            max_size: MAX_FRAME_BYTES,
+        });
+        assert_eq!(
+            close_for(&error),
+            Some((close_code::MESSAGE_TOO_BIG, "frame over 64 KiB"))
+        );
+    }
+
+    #[test]
+    fn broken_framing_is_closed_as_a_protocol_error() {
+        let error = WsError::Protocol(ProtocolError::UnmaskedFrameFromClient);
+        assert_eq!(
+            close_for(&error),
+            Some((close_code::PROTOCOL, "protocol error"))
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_closed_as_an_invalid_payload() {
+        let error = WsError::Utf8("bad".into());
+        assert_eq!(
+            close_for(&error),
+            Some((close_code::INVALID_PAYLOAD, "text frame is not UTF-8"))
+        );
+    }
+
+    #[test]
+    fn a_connection_that_is_gone_gets_no_close_frame() {
+        let error = WsError::Io(std::io::ErrorKind::BrokenPipe.into());
+        assert_eq!(close_for(&error), None);
+        assert_eq!(close_for(&WsError::ConnectionClosed), None);
+    }
+
+    #[test]
+    fn a_write_for_an_ended_connection_is_never_made() {
+        let rt = runtime();
+        let (mut state, _worker) = connected_js_reading(&rt);
+        // A later connection is current: the frame queued for generation 0 is not its.
+        state.generation = 1;
+        let state = Mutex::new(state);
+        let written = rt.block_on(async {
+            let mut timer = Timer::new(lock(&state).epoch);
+            write(&state, &mut timer, Out::Ping(1), 0).await
+        });
+        assert_eq!(written.map_err(|e| e.to_string()), Err(ENDED.to_owned()));
+        assert_eq!(
+            lock(&state).handoff.reader(),
+            Reader::JavaScript,
+            "the socket stays where it was"
+        );
+    }
+
+    #[test]
+    fn a_write_that_must_wait_takes_the_socket_back_and_ends_when_the_worker_reads() {
+        let rt = runtime();
+        let (mut state, worker) = connected_js_reading(&rt);
+        // Fill the socket until a frame stays in tungstenite's buffer.
+        let ws = state.socket.as_mut().expect("open");
+        let mut frames = 0;
+        loop {
+            frames += 1;
+            match ws.send(Message::binary(vec![0u8; 60_000])) {
+                Ok(()) => {}
+                Err(e) if would_block(&e) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let state = Mutex::new(state);
+        let flushed = rt.block_on(async {
+            let mut timer = Timer::new(lock(&state).epoch);
+            let mut flush = pin!(write(&state, &mut timer, Out::Buffered, 0));
+            // The worker is not reading yet: the write must wait, on this thread.
+            let first = poll_fn(|cx| Poll::Ready(flush.as_mut().poll(cx))).await;
+            assert!(first.is_pending());
+            assert_eq!(lock(&state).handoff.reader(), Reader::Runtime);
+            let reader = std::thread::spawn(move || {
+                let mut worker = worker;
+                let mut read = 0;
+                while read < frames {
+                    if let Message::Binary(_) = worker.read().expect("a frame") {
+                        read += 1;
+                    }
+                }
+            });
+            let flushed = flush.await;
+            (flushed, reader)
+        });
+        assert!(flushed.0.is_ok());
+        flushed.1.join().expect("every frame read");
+    }
+
+    /// Runs the connection task over `state` until it has done `queued` and its control queue
+    /// ends.
+    fn drive_through(
+        rt: &tokio::runtime::Runtime,
+        mut state: State<Recorder>,
+        queue: impl FnOnce(&mut State<Recorder>),
+    ) -> Arc<Mutex<State<Recorder>>> {
+        let (control, rx) = mpsc::unbounded_channel();
+        state.control = control;
+        queue(&mut state);
+        // Later work goes nowhere: the task's queue ends after what was queued.
+        state.control = mpsc::unbounded_channel().0;
+        let state = Arc::new(Mutex::new(state));
+        rt.block_on(drive(state.clone(), rx, String::new()));
+        state
+    }
+
+    #[test]
+    fn the_task_writes_queued_frames_in_order_and_counts_them_off() {
+        let rt = runtime();
+        let (state, mut worker) = connected_js_reading(&rt);
+        let state = drive_through(&rt, state, |state| {
+            state.core.report_ready("{}".into()).expect("small");
+            state.core.abort("gone".into()).expect("small");
+            route(state, Caller::Runtime);
+            assert_eq!(state.queued_sends, 2);
+        });
+        assert_eq!(lock(&state).queued_sends, 0);
+        assert!(next_text(&mut worker).contains("target-ready"));
+        assert!(next_text(&mut worker).contains("abort"));
+    }
+
+    #[test]
+    fn a_queued_frame_for_an_ended_connection_is_counted_off_unsent() {
+        let rt = runtime();
+        let (state, _worker) = connected_js_reading(&rt);
+        let state = drive_through(&rt, state, |state| {
+            state.core.report_ready("{}".into()).expect("small");
+            route(state, Caller::Runtime);
+            state.generation += 1;
+        });
+        let state = lock(&state);
+        assert_eq!(state.queued_sends, 0);
+        assert!(
+            state.socket.is_some(),
+            "the current connection is left alone"
+        );
+    }
+
+    #[test]
+    fn the_task_lets_go_of_javascript_when_it_ends() {
+        let rt = runtime();
+        let (state, _rx) = crate::native::tests::state();
+        let state = drive_through(&rt, state, |_| {});
+        assert!(lock(&state).js.is_none());
+    }
 }

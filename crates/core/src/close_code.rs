@@ -10,6 +10,12 @@ pub const GOING_AWAY: u16 = 1001;
 pub const NO_STATUS: u16 = 1005;
 /// A connection lost without a close frame (never sent on the wire).
 pub const ABNORMAL: u16 = 1006;
+/// A frame that breaks WebSocket's own framing (RFC 6455 §7.4.1).
+pub const PROTOCOL: u16 = 1002;
+/// A text frame that is not UTF-8.
+pub const INVALID_PAYLOAD: u16 = 1007;
+/// A frame over the size cap, as WebSocket itself names it.
+pub const MESSAGE_TOO_BIG: u16 = 1009;
 /// A frame that breaks the protocol: unparseable, binary, wrong phase, a second hello.
 pub const PROTOCOL_ERROR: u16 = 4400;
 /// A missing or wrong token, no hello in time, or a path naming no instance.
