@@ -8,10 +8,11 @@
 //! reactor; while JavaScript reads, nothing of ours is registered, so an arriving frame wakes
 //! one thread, not two.
 
-use crate::tls::tls_config;
+use crate::tls::{tls_config, TlsSetupError};
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, StreamOwned};
+use std::fmt;
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -266,19 +267,61 @@ fn socket_config() -> WebSocketConfig {
         .read_buffer_size(16 * 1024)
 }
 
+/// Why a connection to the worker could not be made; each says it in tungstenite's words (or
+/// the TLS set-up's), for a log line.
+#[derive(Debug)]
+pub enum ConnectError {
+    WebSocket(WsError),
+    Tls(TlsSetupError),
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectError::WebSocket(e) => e.fmt(f),
+            ConnectError::Tls(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::WebSocket(e) => Some(e),
+            ConnectError::Tls(e) => Some(e),
+        }
+    }
+}
+
+impl From<WsError> for ConnectError {
+    fn from(e: WsError) -> Self {
+        ConnectError::WebSocket(e)
+    }
+}
+
+impl From<io::Error> for ConnectError {
+    fn from(e: io::Error) -> Self {
+        ConnectError::WebSocket(WsError::Io(e))
+    }
+}
+
+impl From<TlsSetupError> for ConnectError {
+    fn from(e: TlsSetupError) -> Self {
+        ConnectError::Tls(e)
+    }
+}
+
 /// Connects to the worker and makes the WebSocket handshake, on the runtime thread; the socket
-/// comes back registered with its reactor. Errors are tungstenite's sentences, for a log line.
-pub async fn connect(url: &str) -> Result<Ws, String> {
-    let request = url.into_client_request().map_err(|e| e.to_string())?;
+/// comes back registered with its reactor.
+pub async fn connect(url: &str) -> Result<Ws, ConnectError> {
+    let request = url.into_client_request()?;
     let uri = request.uri();
     let tls = match uri.scheme_str() {
         Some("wss") => true,
         Some("ws") => false,
-        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme).to_string()),
+        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme).into()),
     };
-    let host = uri
-        .host()
-        .ok_or_else(|| WsError::Url(UrlError::NoHostName).to_string())?;
+    let host = uri.host().ok_or(WsError::Url(UrlError::NoHostName))?;
     // An IPv6 literal comes bracketed, as neither the resolver nor rustls takes it.
     let host = host
         .strip_prefix('[')
@@ -287,25 +330,22 @@ pub async fn connect(url: &str) -> Result<Ws, String> {
         .to_owned();
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
 
-    let io_error = |e: io::Error| WsError::Io(e).to_string();
-    let connected = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(io_error)?;
-    connected.set_nodelay(true).map_err(io_error)?;
+    let connected = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+    connected.set_nodelay(true)?;
     let mut tcp = Tcp {
-        socket: connected.into_std().map_err(io_error)?,
+        socket: connected.into_std()?,
         reactor: None,
         blocked: Interest::READABLE,
     };
-    tcp.register().map_err(io_error)?;
+    tcp.register()?;
 
     // wss only ever through rustls with our trust store; ws stays plain. Redirects are not
     // followed, and wss never falls back to ws.
     let stream = if tls {
-        let name = ServerName::try_from(host)
-            .map_err(|_| WsError::Tls(TlsError::InvalidDnsName).to_string())?;
-        let session = ClientConnection::new(tls_config().map_err(|e| e.to_string())?, name)
-            .map_err(|e| WsError::Tls(TlsError::Rustls(Box::new(e))).to_string())?;
+        let name =
+            ServerName::try_from(host).map_err(|_| WsError::Tls(TlsError::InvalidDnsName))?;
+        let session = ClientConnection::new(tls_config()?, name)
+            .map_err(|e| WsError::Tls(TlsError::Rustls(Box::new(e))))?;
         Stream::Tls(Box::new(StreamOwned::new(session, tcp)))
     } else {
         Stream::Plain(tcp)
@@ -315,11 +355,9 @@ pub async fn connect(url: &str) -> Result<Ws, String> {
     loop {
         match attempt {
             Ok((ws, _response)) => return Ok(ws),
-            Err(HandshakeError::Failure(e)) => return Err(e.to_string()),
+            Err(HandshakeError::Failure(e)) => return Err(e.into()),
             Err(HandshakeError::Interrupted(mut mid)) => {
-                poll_fn(|cx| mid.get_mut().get_mut().tcp().poll_blocked(cx))
-                    .await
-                    .map_err(io_error)?;
+                poll_fn(|cx| mid.get_mut().get_mut().tcp().poll_blocked(cx)).await?;
                 attempt = mid.handshake();
             }
         }

@@ -154,7 +154,7 @@ impl Client {
         let url = options.url.clone();
         let client =
             NativeClient::start(core(options, true), url, TsfnSink(tsfn), uv_loop.is_some())
-                .map_err(Error::from_reason)?;
+                .map_err(|e| Error::from_reason(e.to_string()))?;
         let reads = match (uv_loop, readable) {
             (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(
                 &env,

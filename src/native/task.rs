@@ -8,10 +8,11 @@ use super::{
     feed, for_js, lock, ping, read_one, write_frame, Caller, Delivery, JsSink, Read, State,
 };
 use crate::native::handoff::Reader;
-use crate::wire::{connect, would_block, Ws};
+use crate::wire::{connect, would_block, ConnectError, Ws};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use ctl_migration_core::protocol::{Outbound, Wait};
+use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex};
@@ -30,7 +31,7 @@ pub(super) enum Control {
     /// A frame written into the socket that could not be flushed all at once.
     Flush(Outbound, u64),
     /// Writing this frame on the JavaScript thread failed.
-    Failed(Outbound, u64, String),
+    Failed(Outbound, u64, WsError),
     Close(Option<u16>, Option<&'static str>),
     /// A heartbeat ping carrying this number.
     Ping(u64),
@@ -100,7 +101,7 @@ fn timeout<S: JsSink>(state: &Mutex<State<S>>, at: f64) {
     feed(state, |core, now| core.handle_timeout(now.max(at)));
 }
 
-type Connecting = Pin<Box<dyn Future<Output = Result<Ws, String>> + Send>>;
+type Connecting = Pin<Box<dyn Future<Output = Result<Ws, ConnectError>> + Send>>;
 
 /// The connection task. Every rule about when is the core's.
 pub(super) async fn drive<S: JsSink>(
@@ -168,7 +169,7 @@ pub(super) async fn drive<S: JsSink>(
                         lock(&state).socket = Some(ws);
                         feed(&state, |core, now| core.on_open(now));
                     }
-                    Err(error) => feed(&state, |core, now| core.on_open_failed(&error, now)),
+                    Err(error) => feed(&state, |core, now| core.on_open_failed(&error.to_string(), now)),
                 }
             }
             read = next_read(&state) => {
@@ -203,7 +204,7 @@ pub(super) async fn drive<S: JsSink>(
     lock(&state).js = None;
 }
 
-async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Ws, String> {
+async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Ws, ConnectError> {
     match connecting {
         Some(attempt) => attempt.await,
         None => std::future::pending().await,
@@ -305,8 +306,8 @@ async fn bounded<S: JsSink, T>(
     state: &Mutex<State<S>>,
     timer: &mut Timer,
     wait: Wait,
-    io: impl Future<Output = Result<T, String>>,
-) -> Result<T, String> {
+    io: impl Future<Output = Result<T, WaitError>>,
+) -> Result<T, WaitError> {
     feed(state, |core, now| core.on_wait_started(wait, now));
     let mut io = pin!(io);
     let result = poll_fn(|cx| {
@@ -318,7 +319,7 @@ async fn bounded<S: JsSink, T>(
             let at = std::task::ready!(timer.poll_due(cx));
             timeout(state, at);
             if let Some(why) = lock(state).core.wait_expired() {
-                return Poll::Ready(Err(why));
+                return Poll::Ready(Err(WaitError::Expired(why)));
             }
         }
     })
@@ -327,7 +328,30 @@ async fn bounded<S: JsSink, T>(
     result
 }
 
-const ENDED: &str = "the connection it was meant for has ended";
+/// Why a wait on the worker (a write, a close handshake) ended without its work done.
+#[derive(Debug)]
+pub(super) enum WaitError {
+    /// The connection it was meant for is no longer the current one.
+    Ended,
+    /// The socket could not be waited for.
+    Socket(std::io::Error),
+    WebSocket(WsError),
+    /// It outlasted the core's limit; the core's reason.
+    Expired(String),
+}
+
+impl fmt::Display for WaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitError::Ended => f.write_str("the connection it was meant for has ended"),
+            WaitError::Socket(e) => e.fmt(f),
+            WaitError::WebSocket(e) => e.fmt(f),
+            WaitError::Expired(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for WaitError {}
 
 /// What a write puts on the socket.
 enum Out<'a> {
@@ -345,16 +369,16 @@ async fn write<S: JsSink>(
     timer: &mut Timer,
     out: Out<'_>,
     generation: u64,
-) -> Result<(), String> {
+) -> Result<(), WaitError> {
     let mut out = Some(out);
     let io = poll_fn(|cx| {
         let mut guard = lock(state);
         let state = &mut *guard;
         if state.generation != generation {
-            return Poll::Ready(Err(ENDED.to_owned()));
+            return Poll::Ready(Err(WaitError::Ended));
         }
         let Some(ws) = state.socket.as_mut() else {
-            return Poll::Ready(Err(ENDED.to_owned()));
+            return Poll::Ready(Err(WaitError::Ended));
         };
         // Once written, what would block stays buffered in tungstenite: flush it.
         let result = match out.take().unwrap_or(Out::Buffered) {
@@ -366,10 +390,10 @@ async fn write<S: JsSink>(
             Ok(()) => Poll::Ready(Ok(())),
             Err(e) if would_block(&e) => {
                 if let Err(e) = state.reclaim() {
-                    return Poll::Ready(Err(e.to_string()));
+                    return Poll::Ready(Err(WaitError::Socket(e)));
                 }
                 let Some(ws) = state.socket.as_ref() else {
-                    return Poll::Ready(Err(ENDED.to_owned()));
+                    return Poll::Ready(Err(WaitError::Ended));
                 };
                 match ws.get_ref().tcp().poll_blocked(cx) {
                     Poll::Pending => Poll::Pending,
@@ -377,10 +401,10 @@ async fn write<S: JsSink>(
                         cx.waker().wake_by_ref();
                         Poll::Pending
                     }
-                    Poll::Ready(Err(e)) => Poll::Ready(Err(e.to_string())),
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(WaitError::Socket(e))),
                 }
             }
-            Err(e) => Poll::Ready(Err(e.to_string())),
+            Err(e) => Poll::Ready(Err(WaitError::WebSocket(e))),
         }
     });
     bounded(state, timer, Wait::Write, io).await
@@ -399,7 +423,12 @@ pub(super) fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
 
 /// D11: a frame that could not be written ends the connection it was for, if that is still the
 /// current one; the core decides what becomes of the frame.
-fn send_failed<S: JsSink>(state: &Mutex<State<S>>, generation: u64, out: Outbound, error: &str) {
+fn send_failed<S: JsSink>(
+    state: &Mutex<State<S>>,
+    generation: u64,
+    out: Outbound,
+    error: &dyn fmt::Display,
+) {
     let ended = {
         let mut state = lock(state);
         (state.generation == generation)
@@ -407,7 +436,9 @@ fn send_failed<S: JsSink>(state: &Mutex<State<S>>, generation: u64, out: Outboun
             .flatten()
     };
     drop(ended);
-    feed(state, |core, now| core.on_send_failed(out, error, now));
+    feed(state, |core, now| {
+        core.on_send_failed(out, &error.to_string(), now)
+    });
 }
 
 /// Lets go of a connection that ended while being read, as `how` says, bounded.
@@ -436,16 +467,16 @@ async fn retire<S: JsSink>(
 async fn wait_io(
     ws: &mut Ws,
     mut op: impl FnMut(&mut Ws) -> Result<(), WsError>,
-) -> Result<(), String> {
+) -> Result<(), WaitError> {
     poll_fn(|cx| loop {
         match op(ws) {
             Ok(()) => return Poll::Ready(Ok(())),
             Err(e) if would_block(&e) => match ws.get_ref().tcp().poll_blocked(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(())) => continue,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.to_string())),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(WaitError::Socket(e))),
             },
-            Err(e) => return Poll::Ready(Err(e.to_string())),
+            Err(e) => return Poll::Ready(Err(WaitError::WebSocket(e))),
         }
     })
     .await
@@ -573,7 +604,11 @@ mod tests {
             let mut timer = Timer::new(lock(&state).epoch);
             write(&state, &mut timer, Out::Ping(1), 0).await
         });
-        assert_eq!(written.map_err(|e| e.to_string()), Err(ENDED.to_owned()));
+        assert!(matches!(written, Err(WaitError::Ended)));
+        assert_eq!(
+            WaitError::Ended.to_string(),
+            "the connection it was meant for has ended"
+        );
         assert_eq!(
             lock(&state).handoff.reader(),
             Reader::JavaScript,
