@@ -7,6 +7,7 @@
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::ffi::{c_int, c_void, CStr};
+use std::fmt;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
@@ -87,6 +88,32 @@ pub unsafe fn data(handle: *mut c_void) -> *mut c_void {
     }
 }
 
+/// Why a socket cannot be polled on Node's loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollError {
+    NoLibuv,
+    NoHandleSize,
+    OutOfMemory,
+    /// `uv_poll_init` failed with this status.
+    Init(c_int),
+    /// `uv_poll_start` failed with this status.
+    Start(c_int),
+}
+
+impl fmt::Display for PollError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PollError::NoLibuv => f.write_str("libuv is not available"),
+            PollError::NoHandleSize => f.write_str("libuv reports no poll handle size"),
+            PollError::OutOfMemory => f.write_str("out of memory"),
+            PollError::Init(status) => write!(f, "uv_poll_init failed ({status})"),
+            PollError::Start(status) => write!(f, "uv_poll_start failed ({status})"),
+        }
+    }
+}
+
+impl std::error::Error for PollError {}
+
 /// An active poll for readability on one socket; stopped and closed when dropped. It does not
 /// keep the loop alive by itself (the client's threadsafe function does, while it is live).
 /// Made, used and dropped on the loop's thread only.
@@ -108,15 +135,15 @@ impl Poll {
         socket: TcpStream,
         callback: PollCallback,
         data: *mut c_void,
-    ) -> Result<Poll, String> {
-        let uv = libuv().ok_or("libuv is not available")?;
-        let layout = poll_layout(uv).ok_or("libuv reports no poll handle size")?;
-        let handle = NonNull::new(alloc(layout).cast::<c_void>()).ok_or("out of memory")?;
+    ) -> Result<Poll, PollError> {
+        let uv = libuv().ok_or(PollError::NoLibuv)?;
+        let layout = poll_layout(uv).ok_or(PollError::NoHandleSize)?;
+        let handle = NonNull::new(alloc(layout).cast::<c_void>()).ok_or(PollError::OutOfMemory)?;
         let status = (uv.poll_init)(uv_loop, handle.as_ptr(), socket.as_raw_fd());
         if status != 0 {
             // Never initialised, so never on the loop's list: freed at once.
             dealloc(handle.as_ptr().cast(), layout);
-            return Err(format!("uv_poll_init failed ({status})"));
+            return Err(PollError::Init(status));
         }
         (uv.handle_set_data)(handle.as_ptr(), data);
         (uv.unref)(handle.as_ptr());
@@ -126,7 +153,7 @@ impl Poll {
         };
         let status = (uv.poll_start)(handle.as_ptr(), UV_READABLE, callback);
         if status != 0 {
-            return Err(format!("uv_poll_start failed ({status})"));
+            return Err(PollError::Start(status));
         }
         Ok(poll)
     }
@@ -143,5 +170,34 @@ impl Drop for Poll {
                 (uv.close)(self.handle.as_ptr(), Some(free_handle));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn never_called(_: *mut c_void, _: c_int, _: c_int) {}
+
+    #[test]
+    fn outside_node_there_is_no_libuv_to_poll_with() {
+        assert!(!available());
+    }
+
+    #[test]
+    fn starting_a_poll_without_libuv_says_so() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let socket = TcpStream::connect(listener.local_addr().expect("bound")).expect("connected");
+        // SAFETY: no loop is touched: there is no libuv to call.
+        let started = unsafe {
+            Poll::start(
+                std::ptr::null_mut(),
+                socket,
+                never_called,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(started.err(), Some(PollError::NoLibuv));
+        assert_eq!(PollError::NoLibuv.to_string(), "libuv is not available");
     }
 }

@@ -8,10 +8,11 @@
 //! reactor; while JavaScript reads, nothing of ours is registered, so an arriving frame wakes
 //! one thread, not two.
 
-use crate::tls::tls_config;
+use crate::tls::{tls_config, TlsSetupError};
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, StreamOwned};
+use std::fmt;
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -141,6 +142,33 @@ impl Tcp {
         Err(io::ErrorKind::Unsupported.into())
     }
 
+    /// How many bytes of input wait in the kernel.
+    #[cfg(all(test, unix))]
+    pub fn input_waiting(&self) -> usize {
+        use std::os::fd::AsRawFd;
+        let mut bytes: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int.
+        let status = unsafe { libc::ioctl(self.socket.as_raw_fd(), libc::FIONREAD, &mut bytes) };
+        if status == 0 {
+            usize::try_from(bytes).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// Whether a poll would find the socket readable now, as libuv's would.
+    #[cfg(all(test, unix))]
+    pub fn polls_readable(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut poll = libc::pollfd {
+            fd: self.socket.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, not waited for.
+        unsafe { libc::poll(&mut poll, 1, 0) == 1 }
+    }
+
     /// Stops writing: the worker reads the end of the stream after what was sent.
     pub fn shutdown_write(&self) {
         let _ = self.socket.shutdown(Shutdown::Write);
@@ -239,19 +267,61 @@ fn socket_config() -> WebSocketConfig {
         .read_buffer_size(16 * 1024)
 }
 
+/// Why a connection to the worker could not be made; each says it in tungstenite's words (or
+/// the TLS set-up's), for a log line.
+#[derive(Debug)]
+pub enum ConnectError {
+    WebSocket(WsError),
+    Tls(TlsSetupError),
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectError::WebSocket(e) => e.fmt(f),
+            ConnectError::Tls(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::WebSocket(e) => Some(e),
+            ConnectError::Tls(e) => Some(e),
+        }
+    }
+}
+
+impl From<WsError> for ConnectError {
+    fn from(e: WsError) -> Self {
+        ConnectError::WebSocket(e)
+    }
+}
+
+impl From<io::Error> for ConnectError {
+    fn from(e: io::Error) -> Self {
+        ConnectError::WebSocket(WsError::Io(e))
+    }
+}
+
+impl From<TlsSetupError> for ConnectError {
+    fn from(e: TlsSetupError) -> Self {
+        ConnectError::Tls(e)
+    }
+}
+
 /// Connects to the worker and makes the WebSocket handshake, on the runtime thread; the socket
-/// comes back registered with its reactor. Errors are tungstenite's sentences, for a log line.
-pub async fn connect(url: &str) -> Result<Ws, String> {
-    let request = url.into_client_request().map_err(|e| e.to_string())?;
+/// comes back registered with its reactor.
+pub async fn connect(url: &str) -> Result<Ws, ConnectError> {
+    let request = url.into_client_request()?;
     let uri = request.uri();
     let tls = match uri.scheme_str() {
         Some("wss") => true,
         Some("ws") => false,
-        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme).to_string()),
+        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme).into()),
     };
-    let host = uri
-        .host()
-        .ok_or_else(|| WsError::Url(UrlError::NoHostName).to_string())?;
+    let host = uri.host().ok_or(WsError::Url(UrlError::NoHostName))?;
     // An IPv6 literal comes bracketed, as neither the resolver nor rustls takes it.
     let host = host
         .strip_prefix('[')
@@ -260,25 +330,22 @@ pub async fn connect(url: &str) -> Result<Ws, String> {
         .to_owned();
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
 
-    let io_error = |e: io::Error| WsError::Io(e).to_string();
-    let connected = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(io_error)?;
-    connected.set_nodelay(true).map_err(io_error)?;
+    let connected = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+    connected.set_nodelay(true)?;
     let mut tcp = Tcp {
-        socket: connected.into_std().map_err(io_error)?,
+        socket: connected.into_std()?,
         reactor: None,
         blocked: Interest::READABLE,
     };
-    tcp.register().map_err(io_error)?;
+    tcp.register()?;
 
     // wss only ever through rustls with our trust store; ws stays plain. Redirects are not
     // followed, and wss never falls back to ws.
     let stream = if tls {
-        let name = ServerName::try_from(host)
-            .map_err(|_| WsError::Tls(TlsError::InvalidDnsName).to_string())?;
-        let session = ClientConnection::new(tls_config().map_err(|e| e.to_string())?, name)
-            .map_err(|e| WsError::Tls(TlsError::Rustls(Box::new(e))).to_string())?;
+        let name =
+            ServerName::try_from(host).map_err(|_| WsError::Tls(TlsError::InvalidDnsName))?;
+        let session = ClientConnection::new(tls_config()?, name)
+            .map_err(|e| WsError::Tls(TlsError::Rustls(Box::new(e))))?;
         Stream::Tls(Box::new(StreamOwned::new(session, tcp)))
     } else {
         Stream::Plain(tcp)
@@ -288,13 +355,128 @@ pub async fn connect(url: &str) -> Result<Ws, String> {
     loop {
         match attempt {
             Ok((ws, _response)) => return Ok(ws),
-            Err(HandshakeError::Failure(e)) => return Err(e.to_string()),
+            Err(HandshakeError::Failure(e)) => return Err(e.into()),
             Err(HandshakeError::Interrupted(mut mid)) => {
-                poll_fn(|cx| mid.get_mut().get_mut().tcp().poll_blocked(cx))
-                    .await
-                    .map_err(io_error)?;
+                poll_fn(|cx| mid.get_mut().get_mut().tcp().poll_blocked(cx)).await?;
                 attempt = mid.handshake();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a test runtime")
+    }
+
+    /// A connected loopback pair: ours as [`Tcp`], unregistered, and the peer's.
+    fn tcp_pair() -> (Tcp, std::net::TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let ours =
+            std::net::TcpStream::connect(listener.local_addr().expect("bound")).expect("connected");
+        ours.set_nonblocking(true).expect("non-blocking");
+        let (peer, _) = listener.accept().expect("accepted");
+        let tcp = Tcp {
+            socket: ours,
+            reactor: None,
+            blocked: Interest::READABLE,
+        };
+        (tcp, peer)
+    }
+
+    fn until_input_beyond(tcp: &Tcp, bytes: usize) {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !tcp.has_input_beyond(bytes) {
+            assert!(std::time::Instant::now() < give_up, "no input came");
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_url_that_is_not_ws_or_wss_is_refused_with_tungstenites_sentence() {
+        let refused = runtime().block_on(connect("http://127.0.0.1:1/"));
+        assert_eq!(
+            refused.err().map(|e| e.to_string()).as_deref(),
+            Some("URL error: URL scheme not supported")
+        );
+    }
+
+    #[test]
+    fn a_worker_that_is_not_listening_is_an_io_error() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let url = format!("ws://{}/", listener.local_addr().expect("bound"));
+        drop(listener);
+        let refused = runtime().block_on(connect(&url));
+        let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.starts_with("IO error: "), "{message}");
+    }
+
+    #[test]
+    fn a_read_with_nothing_there_would_block_and_remembers_it_was_reading() {
+        let (mut tcp, _peer) = tcp_pair();
+        tcp.blocked = Interest::WRITABLE;
+        let error = tcp.read(&mut [0u8; 8]).expect_err("nothing to read");
+        assert!(would_block(&WsError::Io(error)));
+        assert_eq!(tcp.blocked, Interest::READABLE);
+    }
+
+    #[test]
+    fn input_is_counted_without_being_taken() {
+        let (mut tcp, mut peer) = tcp_pair();
+        peer.write_all(b"0123456789").expect("written");
+        until_input_beyond(&tcp, 9);
+        assert!(!tcp.has_input_beyond(10));
+        let mut read = [0u8; 16];
+        assert_eq!(tcp.read(&mut read).expect("the input"), 10);
+    }
+
+    #[test]
+    fn a_peer_that_closed_counts_as_input() {
+        let (tcp, peer) = tcp_pair();
+        drop(peer);
+        until_input_beyond(&tcp, PEEK_FOR_CLOSE);
+    }
+
+    /// However many bytes are asked about, the end of the stream is beyond them.
+    const PEEK_FOR_CLOSE: usize = 30;
+
+    #[test]
+    fn input_under_the_low_water_mark_wakes_no_poll_until_it_is_lowered() {
+        let (tcp, mut peer) = tcp_pair();
+        tcp.readable_from(11).expect("SO_RCVLOWAT");
+        peer.write_all(b"0123456789").expect("written");
+        until_input_beyond(&tcp, 9);
+        assert!(!tcp.polls_readable());
+        tcp.readable_from(1).expect("SO_RCVLOWAT");
+        assert!(tcp.polls_readable());
+    }
+
+    #[test]
+    fn dropping_the_socket_ends_the_connection_even_while_a_copy_is_polled() {
+        let (tcp, mut peer) = tcp_pair();
+        let copy = tcp.duplicate().expect("a copy");
+        drop(tcp);
+        assert_eq!(peer.read(&mut [0u8; 1]).expect("the end"), 0);
+        drop(copy);
+    }
+
+    #[test]
+    fn waiting_needs_the_socket_registered_with_the_runtime() {
+        let rt = runtime();
+        let _guard = rt.enter();
+        let (mut tcp, _peer) = tcp_pair();
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))));
+        tcp.register().expect("registered");
+        assert!(tcp.poll_readable(&mut cx).is_pending());
+        tcp.unregister();
+        assert!(matches!(tcp.poll_blocked(&mut cx), Poll::Ready(Err(_))));
     }
 }

@@ -56,6 +56,26 @@ pub enum Settled {
     Refused { reason: String },
 }
 
+/// An ending `settle` was given that its handler cannot have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettleError {
+    /// `onGetState` ended without answering.
+    StateUnanswered,
+    /// A handler other than `onGetState` answered with a state.
+    StateFromAnotherHandler,
+}
+
+impl std::fmt::Display for SettleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SettleError::StateUnanswered => "onGetState ends with an answer",
+            SettleError::StateFromAnotherHandler => "only onGetState answers with a state",
+        })
+    }
+}
+
+impl std::error::Error for SettleError {}
+
 /// What the core is told of a handler that ended.
 pub enum Ended {
     State(StateOutcome),
@@ -65,7 +85,7 @@ pub enum Ended {
 impl Settled {
     /// `self` for `handler`, as the core takes it; an error names an ending the handler cannot
     /// have (a value from a handler that is not `onGetState`).
-    pub fn for_handler(self, handler: Handler) -> Result<Ended, String> {
+    pub fn for_handler(self, handler: Handler) -> Result<Ended, SettleError> {
         let kind = match handler {
             Handler::GetState => {
                 return Ok(Ended::State(match self {
@@ -74,7 +94,7 @@ impl Settled {
                     Settled::Value { json } => StateOutcome::Value(json),
                     Settled::NotJson { why } => StateOutcome::NotJson(why),
                     Settled::Refused { reason } => StateOutcome::Refused(reason),
-                    Settled::Done => return Err("onGetState ends with an answer".to_owned()),
+                    Settled::Done => return Err(SettleError::StateUnanswered),
                 }))
             }
             Handler::InitialState => HandlerKind::InitialState,
@@ -90,7 +110,7 @@ impl Settled {
                 printed.unwrap_or_else(|| "a value that cannot be printed".to_owned()),
             ),
             Settled::Value { .. } | Settled::NotJson { .. } | Settled::Refused { .. } => {
-                return Err("only onGetState answers with a state".to_owned())
+                return Err(SettleError::StateFromAnotherHandler)
             }
         };
         Ok(Ended::Handler(kind, outcome))

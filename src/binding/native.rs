@@ -158,7 +158,7 @@ impl Client {
             TsfnSink(tsfn),
             uv_loop.is_some(),
         )
-        .map_err(Error::from_reason)?;
+        .map_err(|e| Error::from_reason(e.to_string()))?;
         let reads = match (uv_loop, readable) {
             (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(
                 &env,
@@ -217,5 +217,57 @@ impl Client {
             Transport::Native(native) => Some(native),
             Transport::JsSocket(_) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(seq: u64, migration_id: &str) -> Status {
+        Status {
+            seq,
+            role: Role::Target,
+            migration_id: Some(migration_id.to_owned()),
+            connected: true,
+        }
+    }
+
+    fn shown_id(shown: &Shown) -> Option<String> {
+        shown.read(|s| s.and_then(|s| s.migration_id.clone()))
+    }
+
+    #[test]
+    fn nothing_is_shown_before_the_first_state() {
+        let shown = Shown::default();
+        assert!(shown.read(|s| s.is_none()));
+        shown.adopt(None);
+        assert!(shown.read(|s| s.is_none()));
+    }
+
+    #[test]
+    fn a_newer_state_replaces_the_one_shown() {
+        let shown = Shown::default();
+        shown.adopt(Some(status(1, "a")));
+        shown.adopt(Some(status(2, "b")));
+        assert_eq!(shown_id(&shown).as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn an_older_state_arriving_late_is_not_shown() {
+        let shown = Shown::default();
+        shown.adopt(Some(status(2, "b")));
+        shown.adopt(Some(status(1, "a")));
+        shown.adopt(Some(status(2, "again")));
+        assert_eq!(shown_id(&shown).as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn work_without_a_state_keeps_the_one_shown() {
+        let shown = Shown::default();
+        shown.adopt(Some(status(1, "a")));
+        let actions = shown.actions(JsWork::default());
+        assert!(actions.is_empty());
+        assert_eq!(shown_id(&shown).as_deref(), Some("a"));
     }
 }

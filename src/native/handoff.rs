@@ -192,4 +192,39 @@ mod tests {
         assert_eq!(h.js_turn(), JsTurn::NotReader);
         assert!(h.offer());
     }
+
+    #[test]
+    fn deliveries_do_not_matter_while_the_runtime_thread_reads() {
+        let h = Handoff::new(true);
+        let _waiting = h.delivering();
+        assert_eq!(h.js_turn(), JsTurn::NotReader);
+    }
+
+    #[test]
+    fn a_delivery_counted_off_on_another_thread_frees_javascript_to_read() {
+        let h = js_reading();
+        let undelivered = h.delivering();
+        std::thread::spawn(move || drop(undelivered))
+            .join()
+            .expect("the JavaScript thread");
+        assert_eq!(h.js_turn(), JsTurn::Read);
+    }
+
+    #[test]
+    fn deliveries_from_before_a_reclaim_still_hold_javascript_back_after_it_reads_again() {
+        let mut h = js_reading();
+        let waiting = h.delivering();
+        h.reclaim();
+        assert!(h.offer() && h.accept());
+        assert_eq!(h.js_turn(), JsTurn::AfterDeliveries);
+        drop(waiting);
+        assert_eq!(h.js_turn(), JsTurn::Read);
+    }
+
+    #[test]
+    fn without_libuv_reclaiming_never_moves_the_socket() {
+        let mut h = Handoff::new(false);
+        assert!(!h.reclaim());
+        assert_eq!(h.reader(), Reader::Runtime);
+    }
 }

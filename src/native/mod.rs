@@ -24,11 +24,13 @@
 
 mod handoff;
 mod task;
+#[cfg(test)]
+mod tests;
 
 use crate::wire::{would_block, Ws};
 use ctl_migration_core::close_code;
 use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
-use ctl_migration_runtime::runtime;
+use ctl_migration_runtime::{runtime, RuntimeError};
 use handoff::{Handoff, JsTurn, Reader, Undelivered};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -186,9 +188,9 @@ impl<S: JsSink> NativeClient<S> {
     /// Starts the connection task on the shared runtime thread; it connects once the core asks
     /// (`Protocol::start`). With `js_reads` the JavaScript thread will be offered the socket —
     /// only with the heartbeat on, whose ticks take it back when JavaScript is blocked.
-    pub fn start(core: Protocol, url: String, js: S, js_reads: bool) -> Result<Self, String> {
+    pub fn start(core: Protocol, url: String, js: S, js_reads: bool) -> Result<Self, RuntimeError> {
         let js_reads = js_reads && core.heartbeat_period_ms().is_some();
-        let runtime = runtime(RUNTIME_THREAD).map_err(|e| e.to_string())?;
+        let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
         let state = Arc::new(Mutex::new(State {
             core,
@@ -312,7 +314,7 @@ enum Written {
     Sent,
     /// In the socket's own buffer; the connection task must flush the rest.
     Unflushed,
-    Failed(String),
+    Failed(WsError),
     /// Not attempted (there is no socket now, or frames are queued ahead of it): queue it.
     Busy,
 }
@@ -326,7 +328,7 @@ fn write_now(socket: Option<&mut Ws>, out: &Outbound) -> Written {
         Ok(()) => Written::Sent,
         // tungstenite keeps what it could not write.
         Err(e) if would_block(&e) => Written::Unflushed,
-        Err(e) => Written::Failed(e.to_string()),
+        Err(e) => Written::Failed(e),
     }
 }
 

@@ -8,8 +8,11 @@ use super::{
     feed, for_js, lock, ping, read_one, write_frame, Caller, Delivery, JsSink, Read, State,
 };
 use crate::native::handoff::Reader;
-use crate::wire::{connect, would_block, Ws};
+use crate::wire::{connect, would_block, ConnectError, Ws};
+use ctl_migration_core::close_code;
+use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use ctl_migration_core::protocol::{Outbound, Wait};
+use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex};
@@ -28,7 +31,7 @@ pub(super) enum Control {
     /// A frame written into the socket that could not be flushed all at once.
     Flush(Outbound, u64),
     /// Writing this frame on the JavaScript thread failed.
-    Failed(Outbound, u64, String),
+    Failed(Outbound, u64, WsError),
     Close(Option<u16>, Option<&'static str>),
     /// A heartbeat ping carrying this number.
     Ping(u64),
@@ -98,7 +101,7 @@ fn timeout<S: JsSink>(state: &Mutex<State<S>>, at: f64) {
     feed(state, |core, now| core.handle_timeout(now.max(at)));
 }
 
-type Connecting = Pin<Box<dyn Future<Output = Result<Ws, String>> + Send>>;
+type Connecting = Pin<Box<dyn Future<Output = Result<Ws, ConnectError>> + Send>>;
 
 /// The connection task. Every rule about when is the core's.
 pub(super) async fn drive<S: JsSink>(
@@ -166,7 +169,7 @@ pub(super) async fn drive<S: JsSink>(
                         lock(&state).socket = Some(ws);
                         feed(&state, |core, now| core.on_open(now));
                     }
-                    Err(error) => feed(&state, |core, now| core.on_open_failed(&error, now)),
+                    Err(error) => feed(&state, |core, now| core.on_open_failed(&error.to_string(), now)),
                 }
             }
             read = next_read(&state) => {
@@ -201,7 +204,7 @@ pub(super) async fn drive<S: JsSink>(
     lock(&state).js = None;
 }
 
-async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Ws, String> {
+async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Ws, ConnectError> {
     match connecting {
         Some(attempt) => attempt.await,
         None => std::future::pending().await,
@@ -303,8 +306,8 @@ async fn bounded<S: JsSink, T>(
     state: &Mutex<State<S>>,
     timer: &mut Timer,
     wait: Wait,
-    io: impl Future<Output = Result<T, String>>,
-) -> Result<T, String> {
+    io: impl Future<Output = Result<T, WaitError>>,
+) -> Result<T, WaitError> {
     feed(state, |core, now| core.on_wait_started(wait, now));
     let mut io = pin!(io);
     let result = poll_fn(|cx| {
@@ -316,7 +319,7 @@ async fn bounded<S: JsSink, T>(
             let at = std::task::ready!(timer.poll_due(cx));
             timeout(state, at);
             if let Some(why) = lock(state).core.wait_expired() {
-                return Poll::Ready(Err(why));
+                return Poll::Ready(Err(WaitError::Expired(why)));
             }
         }
     })
@@ -325,7 +328,30 @@ async fn bounded<S: JsSink, T>(
     result
 }
 
-const ENDED: &str = "the connection it was meant for has ended";
+/// Why a wait on the worker (a write, a close handshake) ended without its work done.
+#[derive(Debug)]
+pub(super) enum WaitError {
+    /// The connection it was meant for is no longer the current one.
+    Ended,
+    /// The socket could not be waited for.
+    Socket(std::io::Error),
+    WebSocket(WsError),
+    /// It outlasted the core's limit; the core's reason.
+    Expired(String),
+}
+
+impl fmt::Display for WaitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitError::Ended => f.write_str("the connection it was meant for has ended"),
+            WaitError::Socket(e) => e.fmt(f),
+            WaitError::WebSocket(e) => e.fmt(f),
+            WaitError::Expired(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for WaitError {}
 
 /// What a write puts on the socket.
 enum Out<'a> {
@@ -343,16 +369,16 @@ async fn write<S: JsSink>(
     timer: &mut Timer,
     out: Out<'_>,
     generation: u64,
-) -> Result<(), String> {
+) -> Result<(), WaitError> {
     let mut out = Some(out);
     let io = poll_fn(|cx| {
         let mut guard = lock(state);
         let state = &mut *guard;
         if state.generation != generation {
-            return Poll::Ready(Err(ENDED.to_owned()));
+            return Poll::Ready(Err(WaitError::Ended));
         }
         let Some(ws) = state.socket.as_mut() else {
-            return Poll::Ready(Err(ENDED.to_owned()));
+            return Poll::Ready(Err(WaitError::Ended));
         };
         // Once written, what would block stays buffered in tungstenite: flush it.
         let result = match out.take().unwrap_or(Out::Buffered) {
@@ -364,10 +390,10 @@ async fn write<S: JsSink>(
             Ok(()) => Poll::Ready(Ok(())),
             Err(e) if would_block(&e) => {
                 if let Err(e) = state.reclaim() {
-                    return Poll::Ready(Err(e.to_string()));
+                    return Poll::Ready(Err(WaitError::Socket(e)));
                 }
                 let Some(ws) = state.socket.as_ref() else {
-                    return Poll::Ready(Err(ENDED.to_owned()));
+                    return Poll::Ready(Err(WaitError::Ended));
                 };
                 match ws.get_ref().tcp().poll_blocked(cx) {
                     Poll::Pending => Poll::Pending,
@@ -375,29 +401,34 @@ async fn write<S: JsSink>(
                         cx.waker().wake_by_ref();
                         Poll::Pending
                     }
-                    Poll::Ready(Err(e)) => Poll::Ready(Err(e.to_string())),
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(WaitError::Socket(e))),
                 }
             }
-            Err(e) => Poll::Ready(Err(e.to_string())),
+            Err(e) => Poll::Ready(Err(WaitError::WebSocket(e))),
         }
     });
     bounded(state, timer, Wait::Write, io).await
 }
 
-/// The close code a read error deserves: 1009 for a frame over the cap, 1002 for a broken
-/// frame, 1007 for text that is not UTF-8. None when the connection itself is gone.
+/// The close code a read error deserves: one for a frame over the cap, one for a broken frame,
+/// one for text that is not UTF-8. None when the connection itself is gone.
 pub(super) fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
     match error {
-        WsError::Capacity(_) => Some((1009, "frame over 64 KiB")),
-        WsError::Protocol(_) => Some((1002, "protocol error")),
-        WsError::Utf8(_) => Some((1007, "text frame is not UTF-8")),
+        WsError::Capacity(_) => Some((close_code::MESSAGE_TOO_BIG, "frame over 64 KiB")),
+        WsError::Protocol(_) => Some((close_code::PROTOCOL, "protocol error")),
+        WsError::Utf8(_) => Some((close_code::INVALID_PAYLOAD, "text frame is not UTF-8")),
         _ => None,
     }
 }
 
 /// D11: a frame that could not be written ends the connection it was for, if that is still the
 /// current one; the core decides what becomes of the frame.
-fn send_failed<S: JsSink>(state: &Mutex<State<S>>, generation: u64, out: Outbound, error: &str) {
+fn send_failed<S: JsSink>(
+    state: &Mutex<State<S>>,
+    generation: u64,
+    out: Outbound,
+    error: &dyn fmt::Display,
+) {
     let ended = {
         let mut state = lock(state);
         (state.generation == generation)
@@ -405,7 +436,9 @@ fn send_failed<S: JsSink>(state: &Mutex<State<S>>, generation: u64, out: Outboun
             .flatten()
     };
     drop(ended);
-    feed(state, |core, now| core.on_send_failed(out, error, now));
+    feed(state, |core, now| {
+        core.on_send_failed(out, &error.to_string(), now)
+    });
 }
 
 /// Lets go of a connection that ended while being read, as `how` says, bounded.
@@ -434,16 +467,16 @@ async fn retire<S: JsSink>(
 async fn wait_io(
     ws: &mut Ws,
     mut op: impl FnMut(&mut Ws) -> Result<(), WsError>,
-) -> Result<(), String> {
+) -> Result<(), WaitError> {
     poll_fn(|cx| loop {
         match op(ws) {
             Ok(()) => return Poll::Ready(Ok(())),
             Err(e) if would_block(&e) => match ws.get_ref().tcp().poll_blocked(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(())) => continue,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.to_string())),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(WaitError::Socket(e))),
             },
-            Err(e) => return Poll::Ready(Err(e.to_string())),
+            Err(e) => return Poll::Ready(Err(WaitError::WebSocket(e))),
         }
     })
     .await
@@ -501,7 +534,7 @@ async fn close_unreadable<S: JsSink>(
     });
     let _ = bounded(state, timer, Wait::CloseHandshake, send).await;
     ws.get_ref().tcp().shutdown_write();
-    let mut discard = vec![0u8; 64 * 1024];
+    let mut discard = vec![0u8; MAX_FRAME_BYTES];
     let drain = wait_io(ws, |ws| {
         use std::io::Read as _;
         loop {
@@ -513,4 +546,169 @@ async fn close_unreadable<S: JsSink>(
         }
     });
     let _ = bounded(state, timer, Wait::CloseHandshake, drain).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::tests::{connected_js_reading, next_text, runtime, Recorder};
+    use crate::native::{route, Caller};
+    use tungstenite::error::{CapacityError, ProtocolError};
+    use tungstenite::Message;
+
+    #[test]
+    fn a_frame_over_the_cap_is_closed_as_too_big() {
+        let error = WsError::Capacity(CapacityError::MessageTooLong {
+            size: MAX_FRAME_BYTES + 1,
+            max_size: MAX_FRAME_BYTES,
+        });
+        assert_eq!(
+            close_for(&error),
+            Some((close_code::MESSAGE_TOO_BIG, "frame over 64 KiB"))
+        );
+    }
+
+    #[test]
+    fn broken_framing_is_closed_as_a_protocol_error() {
+        let error = WsError::Protocol(ProtocolError::UnmaskedFrameFromClient);
+        assert_eq!(
+            close_for(&error),
+            Some((close_code::PROTOCOL, "protocol error"))
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_closed_as_an_invalid_payload() {
+        let error = WsError::Utf8("bad".into());
+        assert_eq!(
+            close_for(&error),
+            Some((close_code::INVALID_PAYLOAD, "text frame is not UTF-8"))
+        );
+    }
+
+    #[test]
+    fn a_connection_that_is_gone_gets_no_close_frame() {
+        let error = WsError::Io(std::io::ErrorKind::BrokenPipe.into());
+        assert_eq!(close_for(&error), None);
+        assert_eq!(close_for(&WsError::ConnectionClosed), None);
+    }
+
+    #[test]
+    fn a_write_for_an_ended_connection_is_never_made() {
+        let rt = runtime();
+        let (mut state, _worker) = connected_js_reading(&rt);
+        // A later connection is current: the frame queued for generation 0 is not its.
+        state.generation = 1;
+        let state = Mutex::new(state);
+        let written = rt.block_on(async {
+            let mut timer = Timer::new(lock(&state).epoch);
+            write(&state, &mut timer, Out::Ping(1), 0).await
+        });
+        assert!(matches!(written, Err(WaitError::Ended)));
+        assert_eq!(
+            WaitError::Ended.to_string(),
+            "the connection it was meant for has ended"
+        );
+        assert_eq!(
+            lock(&state).handoff.reader(),
+            Reader::JavaScript,
+            "the socket stays where it was"
+        );
+    }
+
+    #[test]
+    fn a_write_that_must_wait_takes_the_socket_back_and_ends_when_the_worker_reads() {
+        let rt = runtime();
+        let (mut state, worker) = connected_js_reading(&rt);
+        // Fill the socket until a frame stays in tungstenite's buffer.
+        let ws = state.socket.as_mut().expect("open");
+        let mut frames = 0;
+        loop {
+            frames += 1;
+            match ws.send(Message::binary(vec![0u8; 60_000])) {
+                Ok(()) => {}
+                Err(e) if would_block(&e) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let state = Mutex::new(state);
+        let flushed = rt.block_on(async {
+            let mut timer = Timer::new(lock(&state).epoch);
+            let mut flush = pin!(write(&state, &mut timer, Out::Buffered, 0));
+            // The worker is not reading yet: the write must wait, on this thread.
+            let first = poll_fn(|cx| Poll::Ready(flush.as_mut().poll(cx))).await;
+            assert!(first.is_pending());
+            assert_eq!(lock(&state).handoff.reader(), Reader::Runtime);
+            let reader = std::thread::spawn(move || {
+                let mut worker = worker;
+                let mut read = 0;
+                while read < frames {
+                    if let Message::Binary(_) = worker.read().expect("a frame") {
+                        read += 1;
+                    }
+                }
+            });
+            let flushed = flush.await;
+            (flushed, reader)
+        });
+        assert!(flushed.0.is_ok());
+        flushed.1.join().expect("every frame read");
+    }
+
+    /// Runs the connection task over `state` until it has done `queued` and its control queue
+    /// ends.
+    fn drive_through(
+        rt: &tokio::runtime::Runtime,
+        mut state: State<Recorder>,
+        queue: impl FnOnce(&mut State<Recorder>),
+    ) -> Arc<Mutex<State<Recorder>>> {
+        let (control, rx) = mpsc::unbounded_channel();
+        state.control = control;
+        queue(&mut state);
+        // Later work goes nowhere: the task's queue ends after what was queued.
+        state.control = mpsc::unbounded_channel().0;
+        let state = Arc::new(Mutex::new(state));
+        rt.block_on(drive(state.clone(), rx, String::new()));
+        state
+    }
+
+    #[test]
+    fn the_task_writes_queued_frames_in_order_and_counts_them_off() {
+        let rt = runtime();
+        let (state, mut worker) = connected_js_reading(&rt);
+        let state = drive_through(&rt, state, |state| {
+            state.core.report_ready("{}".into()).expect("small");
+            state.core.abort("gone".into()).expect("small");
+            route(state, Caller::Runtime);
+            assert_eq!(state.queued_sends, 2);
+        });
+        assert_eq!(lock(&state).queued_sends, 0);
+        assert!(next_text(&mut worker).contains("target-ready"));
+        assert!(next_text(&mut worker).contains("abort"));
+    }
+
+    #[test]
+    fn a_queued_frame_for_an_ended_connection_is_counted_off_unsent() {
+        let rt = runtime();
+        let (state, _worker) = connected_js_reading(&rt);
+        let state = drive_through(&rt, state, |state| {
+            state.core.report_ready("{}".into()).expect("small");
+            route(state, Caller::Runtime);
+            state.generation += 1;
+        });
+        let state = lock(&state);
+        assert_eq!(state.queued_sends, 0);
+        assert!(
+            state.socket.is_some(),
+            "the current connection is left alone"
+        );
+    }
+
+    #[test]
+    fn the_task_lets_go_of_javascript_when_it_ends() {
+        let rt = runtime();
+        let (state, _rx) = crate::native::tests::state();
+        let state = drive_through(&rt, state, |_| {});
+        assert!(lock(&state).js.is_none());
+    }
 }

@@ -12,6 +12,7 @@ use ctl_migration_core::FrameType;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
+use std::fmt;
 use std::time::Duration;
 
 /// One thing the simulator saw, as the testing kit records it. `text` is a frame's JSON;
@@ -141,8 +142,7 @@ impl TestWorkerHandle {
             .build_threadsafe_function()
             .callee_handled::<false>()
             .build()?;
-        let simulator =
-            Simulator::start(hello_timeout, TsfnSink(callback)).map_err(Error::from_reason)?;
+        let simulator = Simulator::start(hello_timeout, TsfnSink(callback)).map_err(js_error)?;
         Ok(TestWorkerHandle { simulator })
     }
 
@@ -162,7 +162,7 @@ impl TestWorkerHandle {
         self.simulator
             .env(InstanceKey { job_id, role })
             .map(to_js_env)
-            .map_err(Error::from_reason)
+            .map_err(js_error)
     }
 
     /// `initial_state` is JSON text.
@@ -177,7 +177,7 @@ impl TestWorkerHandle {
         self.simulator
             .launch_target(migration_id, InstanceKey { job_id, role }, initial_state)
             .map(to_js_env)
-            .map_err(Error::from_reason)
+            .map_err(js_error)
     }
 
     #[napi]
@@ -196,7 +196,7 @@ impl TestWorkerHandle {
         job_id: Option<String>,
         role: Option<String>,
     ) -> Result<Vec<JsDelivery>> {
-        let frame = worker_frame(&frame_type, migration_id, body).map_err(Error::from_reason)?;
+        let frame = worker_frame(&frame_type, migration_id, body).map_err(js_error)?;
         let to = match (job_id, role) {
             (Some(job_id), Some(role)) => Some(InstanceKey { job_id, role }),
             (None, None) => None,
@@ -206,7 +206,7 @@ impl TestWorkerHandle {
                 ))
             }
         };
-        let delivered = self.simulator.send(frame, to).map_err(Error::from_reason)?;
+        let delivered = self.simulator.send(frame, to).map_err(js_error)?;
         Ok(delivered.into_iter().map(to_js_delivery).collect())
     }
 
@@ -216,7 +216,7 @@ impl TestWorkerHandle {
     pub fn drop_connection(&self, job_id: String, role: String) -> Result<u32> {
         self.simulator
             .drop_connection(&InstanceKey { job_id, role })
-            .map_err(Error::from_reason)
+            .map_err(js_error)
     }
 
     /// Closes the instance's connection with `code` and `reason`, after what is queued for it;
@@ -237,7 +237,7 @@ impl TestWorkerHandle {
                 code,
                 reason.unwrap_or_default(),
             )
-            .map_err(Error::from_reason)
+            .map_err(js_error)
     }
 
     /// Stops reading the instance's connection: its frames and pings wait unanswered. Returns
@@ -246,7 +246,7 @@ impl TestWorkerHandle {
     pub fn freeze(&self, job_id: String, role: String) -> Result<u32> {
         self.simulator
             .freeze(&InstanceKey { job_id, role })
-            .map_err(Error::from_reason)
+            .map_err(js_error)
     }
 
     /// Reads the instance's frozen connection again; returns it.
@@ -254,7 +254,7 @@ impl TestWorkerHandle {
     pub fn thaw(&self, job_id: String, role: String) -> Result<u32> {
         self.simulator
             .thaw(&InstanceKey { job_id, role })
-            .map_err(Error::from_reason)
+            .map_err(js_error)
     }
 
     /// Sends a text (string) or binary frame exactly as given; returns the connection.
@@ -271,7 +271,7 @@ impl TestWorkerHandle {
         };
         self.simulator
             .send_raw(&InstanceKey { job_id, role }, raw)
-            .map_err(Error::from_reason)
+            .map_err(js_error)
     }
 
     /// Holds back the instance's later hello-acks by `ms` (0: not at all).
@@ -280,7 +280,7 @@ impl TestWorkerHandle {
         let delay = duration_ms(ms, "delayHelloAck: ms")?;
         self.simulator
             .delay_hello_ack(&InstanceKey { job_id, role }, delay)
-            .map_err(Error::from_reason)
+            .map_err(js_error)
     }
 
     /// An `Elapsed` event with the returned ticket comes after `ms`, timed on the simulator's
@@ -288,23 +288,23 @@ impl TestWorkerHandle {
     #[napi]
     pub fn timer(&self, ms: f64) -> Result<u32> {
         let delay = duration_ms(ms, "a timeout")?;
-        self.simulator.timer(delay).map_err(Error::from_reason)
+        self.simulator.timer(delay).map_err(js_error)
     }
 
     /// Returns the ticket its `done` event will carry.
     #[napi]
     pub fn restart(&self) -> Result<u32> {
-        self.simulator.restart().map_err(Error::from_reason)
+        self.simulator.restart().map_err(js_error)
     }
 
     #[napi]
     pub fn kill(&self) -> Result<u32> {
-        self.simulator.kill().map_err(Error::from_reason)
+        self.simulator.kill().map_err(js_error)
     }
 
     #[napi]
     pub fn close(&self) -> Result<u32> {
-        self.simulator.close().map_err(Error::from_reason)
+        self.simulator.close().map_err(js_error)
     }
 }
 
@@ -317,14 +317,46 @@ fn duration_ms(ms: f64, what: &str) -> Result<Duration> {
     })
 }
 
+/// Why the caller's frame cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum FrameError {
+    /// The frame type needs `what` (a payload, a reason) and none was given.
+    Missing {
+        frame_type: String,
+        what: &'static str,
+    },
+    /// Not a frame the worker sends.
+    NotSent(String),
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            FrameError::Missing { frame_type, what } => write!(f, "{frame_type} needs {what}"),
+            FrameError::NotSent(frame_type) => {
+                write!(f, "the simulator does not send '{frame_type}' frames")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// An error for JavaScript, in the error's own words.
+fn js_error(error: impl fmt::Display) -> Error {
+    Error::from_reason(error.to_string())
+}
+
 fn worker_frame(
     frame_type: &str,
     migration_id: String,
     body: Option<String>,
-) -> std::result::Result<WorkerFrame, String> {
-    let body = |what: &str| {
-        body.clone()
-            .ok_or_else(|| format!("{frame_type} needs {what}"))
+) -> std::result::Result<WorkerFrame, FrameError> {
+    let body = |what: &'static str| {
+        body.clone().ok_or_else(|| FrameError::Missing {
+            frame_type: frame_type.to_owned(),
+            what,
+        })
     };
     Ok(match FrameType::parse(frame_type) {
         Some(FrameType::GetState) => WorkerFrame::GetState { migration_id },
@@ -344,7 +376,7 @@ fn worker_frame(
             reason: body("a reason")?,
             migration_id,
         },
-        _ => return Err(format!("the simulator does not send '{frame_type}' frames")),
+        _ => return Err(FrameError::NotSent(frame_type.to_owned())),
     })
 }
 

@@ -140,27 +140,57 @@ mod tests {
             (
                 Rule::UnknownInstance,
                 "unknown-instance",
-                4401,
+                close_code::UNAUTHORIZED,
                 "unauthorized",
             ),
-            (Rule::HelloTimeout, "hello-timeout", 4401, "unauthorized"),
-            (Rule::NotHello, "not-hello", 4401, "unauthorized"),
-            (Rule::BadToken, "bad-token", 4401, "unauthorized"),
-            (Rule::InvalidFrame, "invalid-frame", 4400, "protocol error"),
-            (Rule::BinaryFrame, "binary-frame", 4400, "protocol error"),
+            (
+                Rule::HelloTimeout,
+                "hello-timeout",
+                close_code::UNAUTHORIZED,
+                "unauthorized",
+            ),
+            (
+                Rule::NotHello,
+                "not-hello",
+                close_code::UNAUTHORIZED,
+                "unauthorized",
+            ),
+            (
+                Rule::BadToken,
+                "bad-token",
+                close_code::UNAUTHORIZED,
+                "unauthorized",
+            ),
+            (
+                Rule::InvalidFrame,
+                "invalid-frame",
+                close_code::PROTOCOL_ERROR,
+                "protocol error",
+            ),
+            (
+                Rule::BinaryFrame,
+                "binary-frame",
+                close_code::PROTOCOL_ERROR,
+                "protocol error",
+            ),
             (
                 Rule::FrameTooLarge,
                 "frame-too-large",
-                4413,
+                close_code::FRAME_TOO_LARGE,
                 "frame too large",
             ),
             (
                 Rule::UnexpectedAnswer,
                 "unexpected-answer",
-                4400,
+                close_code::PROTOCOL_ERROR,
                 "protocol error",
             ),
-            (Rule::SecondHello, "second-hello", 4400, "protocol error"),
+            (
+                Rule::SecondHello,
+                "second-hello",
+                close_code::PROTOCOL_ERROR,
+                "protocol error",
+            ),
         ];
         for (rule, name, code, reason) in cases {
             assert_eq!(

@@ -25,10 +25,53 @@ impl fmt::Display for InstanceKey {
     }
 }
 
+/// Why the caller's instance, or a frame's recipients, cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstanceError {
+    /// The jobId or the role is empty.
+    Unnamed,
+    /// A frame that only ever goes to an instance the caller names.
+    NoneNamed {
+        type_name: &'static str,
+        migration_id: String,
+    },
+    /// The migration has nobody the frame goes to; `missing` says who.
+    NoParticipant {
+        type_name: &'static str,
+        migration_id: String,
+        missing: &'static str,
+    },
+}
+
+impl fmt::Display for InstanceError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            InstanceError::Unnamed => f.write_str("an instance needs a non-empty jobId and role"),
+            InstanceError::NoneNamed {
+                type_name,
+                migration_id,
+            } => write!(
+                f,
+                "{type_name} for {migration_id}: name the instance to propose to"
+            ),
+            InstanceError::NoParticipant {
+                type_name,
+                migration_id,
+                missing,
+            } => write!(
+                f,
+                "{type_name} for {migration_id}: the migration has {missing}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InstanceError {}
+
 impl InstanceKey {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), InstanceError> {
         if self.job_id.is_empty() || self.role.is_empty() {
-            return Err("an instance needs a non-empty jobId and role".to_owned());
+            return Err(InstanceError::Unnamed);
         }
         Ok(())
     }
@@ -116,7 +159,7 @@ impl Registry {
 
     /// Who a frame for a migration goes to when the caller names no instance: `initial-state`
     /// and `cutover-apply` to the target, `cutover-ready` to the source, `abort` to both.
-    pub fn recipients(&self, frame: &WorkerFrame) -> Result<Vec<InstanceKey>, String> {
+    pub fn recipients(&self, frame: &WorkerFrame) -> Result<Vec<InstanceKey>, InstanceError> {
         let type_name = frame.type_name();
         let migration_id = frame.migration_id().unwrap_or_default();
         let participants = self.migrations.get(migration_id);
@@ -124,9 +167,10 @@ impl Registry {
         let target = participants.and_then(|p| p.target.clone());
         let (found, missing): (Vec<_>, _) = match frame {
             WorkerFrame::HelloAck { .. } | WorkerFrame::GetState { .. } => {
-                return Err(format!(
-                    "{type_name} for {migration_id}: name the instance to propose to"
-                ))
+                return Err(InstanceError::NoneNamed {
+                    type_name,
+                    migration_id: migration_id.to_owned(),
+                })
             }
             WorkerFrame::CutoverReady { .. } => (
                 source.into_iter().collect(),
@@ -142,9 +186,11 @@ impl Registry {
             ),
         };
         if found.is_empty() {
-            return Err(format!(
-                "{type_name} for {migration_id}: the migration has {missing}"
-            ));
+            return Err(InstanceError::NoParticipant {
+                type_name,
+                migration_id: migration_id.to_owned(),
+                missing,
+            });
         }
         Ok(found)
     }
@@ -291,7 +337,7 @@ mod tests {
         assert!(key("j", "r").check().is_ok());
         for (job_id, role) in [("", "r"), ("j", ""), ("", "")] {
             assert_eq!(
-                key(job_id, role).check(),
+                key(job_id, role).check().map_err(|e| e.to_string()),
                 Err("an instance needs a non-empty jobId and role".to_owned())
             );
         }
@@ -368,7 +414,9 @@ mod tests {
             ),
         ];
         for (type_name, migration_id, want) in cases {
-            let got = registry.recipients(&frame(type_name, migration_id));
+            let got = registry
+                .recipients(&frame(type_name, migration_id))
+                .map_err(|e| e.to_string());
             assert_eq!(
                 got,
                 want.map_err(str::to_owned),

@@ -465,7 +465,7 @@ async fn close_unparseable(ws: &mut Socket, code: u16, reason: &str) {
 async fn discard_until_closed<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, limit: Duration) {
     let _ = tokio::time::timeout(limit, async {
         let _ = stream.shutdown().await;
-        let mut discard = vec![0u8; 64 * 1024];
+        let mut discard = vec![0u8; MAX_FRAME_BYTES];
         while matches!(stream.read(&mut discard).await, Ok(n) if n > 0) {}
     })
     .await;

@@ -6,9 +6,11 @@
 use crate::event::EventSink;
 use crate::instances::InstanceKey;
 use crate::server::{self, Inner, Lifecycle, Orders, Shared};
-use crate::worker::{Delivery, RawFrame, Worker};
+use crate::worker::{Delivery, RawFrame, Worker, WorkerError};
 use ctl_migration_core::frames::WorkerFrame;
-use ctl_migration_runtime::runtime;
+use ctl_migration_runtime::{runtime, RuntimeError};
+use std::fmt;
+use std::io;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
@@ -25,6 +27,61 @@ pub struct InstanceEnv {
     pub token: String,
 }
 
+/// Why the simulator cannot start, or do what the caller asked.
+#[derive(Debug)]
+pub enum SimulatorError {
+    Runtime(RuntimeError),
+    /// 127.0.0.1 could not be listened on.
+    Listen(io::Error),
+    Port(io::Error),
+    /// The listener could not join the runtime's reactor.
+    Register(io::Error),
+    /// Its runtime thread is gone.
+    Stopped,
+    /// `close()` was called.
+    Closed,
+    Worker(WorkerError),
+}
+
+impl fmt::Display for SimulatorError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            SimulatorError::Runtime(e) => e.fmt(f),
+            SimulatorError::Listen(e) => write!(f, "cannot listen on 127.0.0.1: {e}"),
+            SimulatorError::Port(e) => write!(f, "cannot read the listening port: {e}"),
+            SimulatorError::Register(e) => write!(f, "cannot listen: {e}"),
+            SimulatorError::Stopped => f.write_str("the test worker has stopped"),
+            SimulatorError::Closed => f.write_str("the test worker is closed"),
+            SimulatorError::Worker(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SimulatorError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SimulatorError::Runtime(e) => Some(e),
+            SimulatorError::Listen(e) | SimulatorError::Port(e) | SimulatorError::Register(e) => {
+                Some(e)
+            }
+            SimulatorError::Worker(e) => Some(e),
+            SimulatorError::Stopped | SimulatorError::Closed => None,
+        }
+    }
+}
+
+impl From<RuntimeError> for SimulatorError {
+    fn from(e: RuntimeError) -> Self {
+        SimulatorError::Runtime(e)
+    }
+}
+
+impl From<WorkerError> for SimulatorError {
+    fn from(e: WorkerError) -> Self {
+        SimulatorError::Worker(e)
+    }
+}
+
 pub struct Simulator<S: EventSink> {
     shared: Arc<Shared<S>>,
     orders: Orders,
@@ -32,20 +89,17 @@ pub struct Simulator<S: EventSink> {
 
 impl<S: EventSink> Simulator<S> {
     /// Listens on 127.0.0.1 at a free port, on the shared runtime thread.
-    pub fn start(hello_timeout: Duration, sink: S) -> Result<Self, String> {
-        let handle = runtime(RUNTIME_THREAD).map_err(|e| e.to_string())?;
+    pub fn start(hello_timeout: Duration, sink: S) -> Result<Self, SimulatorError> {
+        let handle = runtime(RUNTIME_THREAD)?;
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+            .map_err(SimulatorError::Listen)?;
         listener
             .set_nonblocking(true)
-            .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| format!("cannot read the listening port: {e}"))?
-            .port();
+            .map_err(SimulatorError::Listen)?;
+        let port = listener.local_addr().map_err(SimulatorError::Port)?.port();
         let listener = {
             let _runtime = handle.enter();
-            TcpListener::from_std(listener).map_err(|e| format!("cannot listen: {e}"))?
+            TcpListener::from_std(listener).map_err(SimulatorError::Register)?
         };
         let shared = Arc::new(Shared::new(Worker::new(hello_timeout), port, sink));
         let orders = server::serve(handle, shared.clone(), listener);
@@ -62,7 +116,7 @@ impl<S: EventSink> Simulator<S> {
     }
 
     /// The env of an instance, issuing its token the first time it is asked for.
-    pub fn env(&self, instance: InstanceKey) -> Result<InstanceEnv, String> {
+    pub fn env(&self, instance: InstanceKey) -> Result<InstanceEnv, SimulatorError> {
         let token = self.open_state()?.worker.issue(&instance)?;
         Ok(self.env_of(&instance, token))
     }
@@ -74,7 +128,7 @@ impl<S: EventSink> Simulator<S> {
         migration_id: String,
         instance: InstanceKey,
         initial_state: Option<String>,
-    ) -> Result<InstanceEnv, String> {
+    ) -> Result<InstanceEnv, SimulatorError> {
         let mut state = self.open_state()?;
         let token = state
             .worker
@@ -93,19 +147,15 @@ impl<S: EventSink> Simulator<S> {
         &self,
         frame: WorkerFrame,
         to: Option<InstanceKey>,
-    ) -> Result<Vec<Delivery>, String> {
-        drop(self.open_state()?);
-        self.shared.apply(None, |worker| worker.send(frame, to)).0
+    ) -> Result<Vec<Delivery>, SimulatorError> {
+        self.on_worker(|worker| worker.send(frame, to))
     }
 
     /// Drops the instance's connection without a close frame, after the frames already queued
     /// for it, as a network blip or a crashed relay does: the job sees 1006 and reconnects.
     /// Returns the connection dropped.
-    pub fn drop_connection(&self, instance: &InstanceKey) -> Result<u32, String> {
-        drop(self.open_state()?);
-        self.shared
-            .apply(None, |worker| worker.drop_connection(instance))
-            .0
+    pub fn drop_connection(&self, instance: &InstanceKey) -> Result<u32, SimulatorError> {
+        self.on_worker(|worker| worker.drop_connection(instance))
     }
 
     /// Closes the instance's connection with `code` and `reason`, after what is queued for it
@@ -115,71 +165,75 @@ impl<S: EventSink> Simulator<S> {
         instance: &InstanceKey,
         code: u16,
         reason: String,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, SimulatorError> {
         self.on_worker(|worker| worker.close_connection(instance, code, reason))
     }
 
     /// Stops reading the instance's connection (see [`Worker::freeze`]); returns it.
-    pub fn freeze(&self, instance: &InstanceKey) -> Result<u32, String> {
+    pub fn freeze(&self, instance: &InstanceKey) -> Result<u32, SimulatorError> {
         self.on_worker(|worker| worker.freeze(instance))
     }
 
     /// Reads the instance's frozen connection again; returns it.
-    pub fn thaw(&self, instance: &InstanceKey) -> Result<u32, String> {
+    pub fn thaw(&self, instance: &InstanceKey) -> Result<u32, SimulatorError> {
         self.on_worker(|worker| worker.thaw(instance))
     }
 
     /// Sends `raw` to the instance's connection exactly as given; returns the connection.
-    pub fn send_raw(&self, instance: &InstanceKey, raw: RawFrame) -> Result<u32, String> {
+    pub fn send_raw(&self, instance: &InstanceKey, raw: RawFrame) -> Result<u32, SimulatorError> {
         self.on_worker(|worker| worker.send_raw(instance, raw))
     }
 
     /// Holds back the instance's later hello-acks by `delay` (zero: not at all).
-    pub fn delay_hello_ack(&self, instance: &InstanceKey, delay: Duration) -> Result<(), String> {
+    pub fn delay_hello_ack(
+        &self,
+        instance: &InstanceKey,
+        delay: Duration,
+    ) -> Result<(), SimulatorError> {
         self.on_worker(|worker| worker.delay_hello_ack(instance, delay))
     }
 
     /// An `Elapsed` event with the returned ticket comes after `delay`, on the simulator's own
     /// thread, whatever the caller's JavaScript did to its timers.
     /// Also once closing: the kit times its wait for the close itself.
-    pub fn timer(&self, delay: Duration) -> Result<u32, String> {
+    pub fn timer(&self, delay: Duration) -> Result<u32, SimulatorError> {
         let ticket = Self::take_ticket(&mut *self.shared.lock());
         self.orders
             .timers
             .send((delay, ticket))
-            .map_err(|_| "the test worker has stopped".to_owned())?;
+            .map_err(|_| SimulatorError::Stopped)?;
         Ok(ticket)
     }
 
     /// Drops every connection without a close frame and listens again on the same port.
-    pub fn restart(&self) -> Result<u32, String> {
+    pub fn restart(&self) -> Result<u32, SimulatorError> {
         self.order(Lifecycle::Restart)
     }
 
     /// Stops listening and drops every connection without a close frame; `restart` revives it.
-    pub fn kill(&self) -> Result<u32, String> {
+    pub fn kill(&self) -> Result<u32, SimulatorError> {
         self.order(Lifecycle::Kill)
     }
 
     /// Closes every connection with 1001, stops listening and releases the sink after the last
     /// event. Nothing else can be asked of the simulator after this.
-    pub fn close(&self) -> Result<u32, String> {
+    pub fn close(&self) -> Result<u32, SimulatorError> {
         let ticket = self.order(Lifecycle::Close)?;
         self.shared.lock().closed = true;
         Ok(ticket)
     }
 
     /// Queues a lifecycle change; a `Done` event with the returned ticket reports its end.
-    fn order(&self, change: Lifecycle) -> Result<u32, String> {
+    fn order(&self, change: Lifecycle) -> Result<u32, SimulatorError> {
         let ticket = self.next_ticket()?;
         self.orders
             .lifecycle
             .send((change, ticket))
-            .map_err(|_| "the test worker has stopped".to_owned())?;
+            .map_err(|_| SimulatorError::Stopped)?;
         Ok(ticket)
     }
 
-    fn next_ticket(&self) -> Result<u32, String> {
+    fn next_ticket(&self) -> Result<u32, SimulatorError> {
         Ok(Self::take_ticket(&mut *self.open_state()?))
     }
 
@@ -190,15 +244,18 @@ impl<S: EventSink> Simulator<S> {
     }
 
     /// Runs `f` on the open worker and carries out what it decided.
-    fn on_worker<R>(&self, f: impl FnOnce(&mut Worker) -> Result<R, String>) -> Result<R, String> {
+    fn on_worker<R>(
+        &self,
+        f: impl FnOnce(&mut Worker) -> Result<R, WorkerError>,
+    ) -> Result<R, SimulatorError> {
         drop(self.open_state()?);
-        self.shared.apply(None, f).0
+        Ok(self.shared.apply(None, f).0?)
     }
 
-    fn open_state(&self) -> Result<MutexGuard<'_, Inner<S>>, String> {
+    fn open_state(&self) -> Result<MutexGuard<'_, Inner<S>>, SimulatorError> {
         let state = self.shared.lock();
         if state.closed {
-            return Err("the test worker is closed".to_owned());
+            return Err(SimulatorError::Closed);
         }
         Ok(state)
     }

@@ -18,13 +18,14 @@
 //! (a drop runs after the frames queued before it).
 
 use crate::event::{Closer, Event, Rule};
-use crate::instances::{parse_instance_path, InstanceKey, Registry, Target};
+use crate::instances::{parse_instance_path, InstanceError, InstanceKey, Registry, Target};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{
     check_json, parse_job_frame, JobFrame, WorkerFrame, MAX_FRAME_BYTES,
 };
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
+use std::fmt;
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
@@ -193,7 +194,7 @@ impl Worker {
     // ── the caller's side ──────────────────────────────────────────────────
 
     /// The instance's token, issued the first time it is asked for.
-    pub fn issue(&mut self, instance: &InstanceKey) -> Result<String, String> {
+    pub fn issue(&mut self, instance: &InstanceKey) -> Result<String, WorkerError> {
         instance.check()?;
         Ok(self.registry.issue(instance))
     }
@@ -205,7 +206,7 @@ impl Worker {
         migration_id: String,
         instance: &InstanceKey,
         initial_state: Option<String>,
-    ) -> Result<String, String> {
+    ) -> Result<String, WorkerError> {
         instance.check()?;
         if let Some(payload) = &initial_state {
             check_outgoing(&WorkerFrame::InitialState {
@@ -231,10 +232,10 @@ impl Worker {
         &mut self,
         frame: WorkerFrame,
         to: Option<InstanceKey>,
-    ) -> Result<Vec<Delivery>, String> {
+    ) -> Result<Vec<Delivery>, WorkerError> {
         check_outgoing(&frame)?;
         if let WorkerFrame::HelloAck { .. } = frame {
-            return Err("the simulator sends hello-ack itself".to_owned());
+            return Err(WorkerError::HelloAck);
         }
         let migration_id = frame.migration_id().unwrap_or_default().to_owned();
         let recipients = match to {
@@ -269,11 +270,11 @@ impl Worker {
             });
         }
         if delivered.is_empty() {
-            return Err(format!(
-                "{} for {migration_id}: {} not connected",
-                frame.type_name(),
-                unreachable.join(" and ")
-            ));
+            return Err(WorkerError::Unreachable {
+                type_name: frame.type_name(),
+                migration_id,
+                instances: unreachable,
+            });
         }
         if let WorkerFrame::Abort { .. } = frame {
             delivered
@@ -289,11 +290,8 @@ impl Worker {
 
     /// Drops the instance's current connection without a close frame, as a network blip or a
     /// crashed relay does, after the frames already queued for it. Returns the connection.
-    pub fn drop_connection(&mut self, instance: &InstanceKey) -> Result<u32, String> {
-        let connection = *self
-            .current
-            .get(instance)
-            .ok_or_else(|| format!("cannot drop {instance}: not connected"))?;
+    pub fn drop_connection(&mut self, instance: &InstanceKey) -> Result<u32, WorkerError> {
+        let connection = self.current_of(instance, "drop")?;
         self.order(connection, Order::End(Ending::Drop));
         Ok(connection)
     }
@@ -307,17 +305,12 @@ impl Worker {
         instance: &InstanceKey,
         code: u16,
         reason: String,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, WorkerError> {
         if !CloseCode::from(code).is_allowed() {
-            return Err(format!(
-                "cannot close with {code}: an endpoint sends 1000-1003, 1007-1014 or 3000-4999"
-            ));
+            return Err(WorkerError::CloseCodeNotSent(code));
         }
         if reason.len() > MAX_CLOSE_REASON_BYTES {
-            return Err(format!(
-                "cannot close with a reason of {} bytes: a close frame holds {MAX_CLOSE_REASON_BYTES}",
-                reason.len()
-            ));
+            return Err(WorkerError::CloseReasonTooLong(reason.len()));
         }
         let connection = self.current_of(instance, "close")?;
         let reason = Cow::Owned(reason);
@@ -328,7 +321,7 @@ impl Worker {
     /// Stops reading the instance's current connection (see [`Order::Freeze`]). It stays the
     /// instance's current one until a newer connection replaces it (4409) or it ends; a newer
     /// connection is not frozen. Returns the connection.
-    pub fn freeze(&mut self, instance: &InstanceKey) -> Result<u32, String> {
+    pub fn freeze(&mut self, instance: &InstanceKey) -> Result<u32, WorkerError> {
         let connection = self.current_of(instance, "freeze")?;
         if let Some(conn) = self.connections.get_mut(&connection) {
             if !std::mem::replace(&mut conn.frozen, true) {
@@ -339,14 +332,14 @@ impl Worker {
     }
 
     /// Reads the instance's frozen connection again; returns it.
-    pub fn thaw(&mut self, instance: &InstanceKey) -> Result<u32, String> {
+    pub fn thaw(&mut self, instance: &InstanceKey) -> Result<u32, WorkerError> {
         let connection = self
             .connections
             .iter()
             .filter(|(_, c)| c.frozen && c.instance.as_ref() == Some(instance))
             .map(|(id, _)| *id)
             .max()
-            .ok_or_else(|| format!("cannot thaw {instance}: none of its connections is frozen"))?;
+            .ok_or_else(|| WorkerError::NoneFrozen(instance.clone()))?;
         if let Some(conn) = self.connections.get_mut(&connection) {
             conn.frozen = false;
         }
@@ -356,7 +349,7 @@ impl Worker {
 
     /// Queues `raw` for the instance's current connection, exactly as given: the worker's own
     /// checks (JSON, the schema, 64 KiB) do not apply. Returns the connection.
-    pub fn send_raw(&mut self, instance: &InstanceKey, raw: RawFrame) -> Result<u32, String> {
+    pub fn send_raw(&mut self, instance: &InstanceKey, raw: RawFrame) -> Result<u32, WorkerError> {
         let connection = self.current_of(instance, "send a raw frame to")?;
         self.order(connection, Order::SendRaw(raw));
         Ok(connection)
@@ -369,7 +362,7 @@ impl Worker {
         &mut self,
         instance: &InstanceKey,
         delay: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), WorkerError> {
         instance.check()?;
         if delay.is_zero() {
             self.ack_delays.remove(instance);
@@ -670,11 +663,14 @@ impl Worker {
     }
 
     /// The instance's current connection, for the caller's `what`.
-    fn current_of(&self, instance: &InstanceKey, what: &str) -> Result<u32, String> {
+    fn current_of(&self, instance: &InstanceKey, what: &'static str) -> Result<u32, WorkerError> {
         self.current
             .get(instance)
             .copied()
-            .ok_or_else(|| format!("cannot {what} {instance}: not connected"))
+            .ok_or_else(|| WorkerError::NotConnected {
+                what,
+                instance: instance.clone(),
+            })
     }
 
     fn too_large(&mut self, connection: u32, bytes: usize) {
@@ -755,22 +751,103 @@ impl Worker {
 }
 
 /// The worker's frames obey the same rules as the job's: JSON payloads, 64 KiB at most.
-fn check_outgoing(frame: &WorkerFrame) -> Result<(), String> {
+fn check_outgoing(frame: &WorkerFrame) -> Result<(), WorkerError> {
     let type_name = frame.type_name();
     if let WorkerFrame::InitialState { payload, .. }
     | WorkerFrame::CutoverReady { payload, .. }
     | WorkerFrame::CutoverApply { payload, .. } = frame
     {
-        check_json(payload)
-            .map_err(|_| format!("{type_name}: the payload is not JSON with finite numbers"))?;
+        check_json(payload).map_err(|_| WorkerError::PayloadNotJson(type_name))?;
     }
     let bytes = frame.to_text().len();
     if bytes > MAX_FRAME_BYTES {
-        return Err(format!(
-            "{type_name}: a frame of {bytes} bytes is over the {MAX_FRAME_BYTES}-byte limit"
-        ));
+        return Err(WorkerError::FrameTooLarge { type_name, bytes });
     }
     Ok(())
+}
+
+/// Why the worker will not do what the caller asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerError {
+    Instance(InstanceError),
+    /// A frame of this type whose payload is not JSON with finite numbers.
+    PayloadNotJson(&'static str),
+    FrameTooLarge {
+        type_name: &'static str,
+        bytes: usize,
+    },
+    /// The caller asked for a hello-ack, which the worker sends itself.
+    HelloAck,
+    /// None of the frame's recipients (`instances`) is connected.
+    Unreachable {
+        type_name: &'static str,
+        migration_id: String,
+        instances: Vec<String>,
+    },
+    /// The caller's `what` needs the instance connected.
+    NotConnected {
+        what: &'static str,
+        instance: InstanceKey,
+    },
+    /// A close code an endpoint may not send.
+    CloseCodeNotSent(u16),
+    /// A close reason of this many bytes, more than a close frame holds.
+    CloseReasonTooLong(usize),
+    NoneFrozen(InstanceKey),
+}
+
+impl fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            WorkerError::Instance(e) => e.fmt(f),
+            WorkerError::PayloadNotJson(type_name) => {
+                write!(f, "{type_name}: the payload is not JSON with finite numbers")
+            }
+            WorkerError::FrameTooLarge { type_name, bytes } => write!(
+                f,
+                "{type_name}: a frame of {bytes} bytes is over the {MAX_FRAME_BYTES}-byte limit"
+            ),
+            WorkerError::HelloAck => f.write_str("the simulator sends hello-ack itself"),
+            WorkerError::Unreachable {
+                type_name,
+                migration_id,
+                instances,
+            } => write!(
+                f,
+                "{type_name} for {migration_id}: {} not connected",
+                instances.join(" and ")
+            ),
+            WorkerError::NotConnected { what, instance } => {
+                write!(f, "cannot {what} {instance}: not connected")
+            }
+            WorkerError::CloseCodeNotSent(code) => write!(
+                f,
+                "cannot close with {code}: an endpoint sends 1000-1003, 1007-1014 or 3000-4999"
+            ),
+            WorkerError::CloseReasonTooLong(bytes) => write!(
+                f,
+                "cannot close with a reason of {bytes} bytes: a close frame holds {MAX_CLOSE_REASON_BYTES}"
+            ),
+            WorkerError::NoneFrozen(instance) => {
+                write!(f, "cannot thaw {instance}: none of its connections is frozen")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WorkerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorkerError::Instance(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<InstanceError> for WorkerError {
+    fn from(e: InstanceError) -> Self {
+        WorkerError::Instance(e)
+    }
 }
 
 #[cfg(test)]

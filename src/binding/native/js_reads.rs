@@ -83,7 +83,7 @@ impl SocketReads {
         // and the target outlives the poll: the poll is stopped before the target goes.
         let poll =
             unsafe { uv::Poll::start(self.uv_loop, socket, on_readable, target.cast_mut().cast()) }
-                .map_err(Error::from_reason)?;
+                .map_err(|e| Error::from_reason(e.to_string()))?;
         *self.target.poll.borrow_mut() = Some(poll);
         Ok(())
     }

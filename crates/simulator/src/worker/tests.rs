@@ -65,7 +65,7 @@ impl Harness {
     /// Sends `frame`, carries out what was ordered (every frame written), returns the
     /// deliveries and what followed.
     fn send(&mut self, frame: WorkerFrame, to: Option<&str>) -> Result<Vec<u32>, String> {
-        let delivered = self.w.send(frame, to.map(key))?;
+        let delivered = self.w.send(frame, to.map(key)).map_err(|e| e.to_string())?;
         for action in self.drain() {
             if let Action::Order {
                 connection,
@@ -300,7 +300,11 @@ fn a_launch_checks_its_instance_and_initial_state() {
     ];
     for (role, state, want) in cases {
         let got = w.launch_target("m".to_owned(), &key(role), state.map(str::to_owned));
-        assert_eq!(got.map(|_| ()), want, "{role} {state:?}");
+        assert_eq!(
+            got.map(|_| ()).map_err(|e| e.to_string()),
+            want,
+            "{role} {state:?}"
+        );
     }
 }
 
@@ -706,7 +710,7 @@ fn a_drop_comes_after_what_was_queued_and_keeps_the_instance_current_until_it_ru
     h.w.finished(id, &Ending::Drop);
     assert!(!h.w.is_connected(&key("r")));
     assert_eq!(
-        h.w.drop_connection(&key("r")),
+        h.w.drop_connection(&key("r")).map_err(|e| e.to_string()),
         Err("cannot drop j/r: not connected".to_owned())
     );
 }
@@ -967,7 +971,8 @@ fn a_close_needs_a_code_an_endpoint_may_send_a_reason_that_fits_and_a_connection
     }
     let mut h = Harness::new();
     assert_eq!(
-        h.w.close_connection(&key("r"), 1000, String::new()),
+        h.w.close_connection(&key("r"), 1000, String::new())
+            .map_err(|e| e.to_string()),
         Err("cannot close j/r: not connected".to_owned())
     );
 }
@@ -1006,11 +1011,11 @@ fn a_frozen_connection_stays_current_until_a_newer_one_replaces_it_and_that_one_
         }]
     );
     assert_eq!(
-        h.w.thaw(&key("r")),
+        h.w.thaw(&key("r")).map_err(|e| e.to_string()),
         Err("cannot thaw j/r: none of its connections is frozen".to_owned())
     );
     assert_eq!(
-        h.w.freeze(&key("other")),
+        h.w.freeze(&key("other")).map_err(|e| e.to_string()),
         Err("cannot freeze j/other: not connected".to_owned())
     );
 }
@@ -1046,7 +1051,8 @@ fn a_raw_frame_goes_out_unchecked_and_is_reported_once_sent() {
     }
     let mut h = Harness::new();
     assert_eq!(
-        h.w.send_raw(&key("r"), RawFrame::Text(String::new())),
+        h.w.send_raw(&key("r"), RawFrame::Text(String::new()))
+            .map_err(|e| e.to_string()),
         Err("cannot send a raw frame to j/r: not connected".to_owned())
     );
 }

@@ -1,0 +1,567 @@
+//! The native transport's state on a real loopback socket, driven from the test: each test plays
+//! the runtime thread and the JavaScript thread itself, so every step happens in the order it
+//! names. What arrives from the worker is awaited (`until`), never slept for.
+
+use super::*;
+use crate::wire::connect;
+use ctl_migration_core::frames::MAX_FRAME_BYTES;
+use ctl_migration_core::protocol::{Call, Config};
+use std::net::TcpListener;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::CloseFrame;
+use tungstenite::WebSocket;
+
+/// The worker's end of a test connection: a blocking tungstenite server socket.
+pub(super) type Worker = WebSocket<std::net::TcpStream>;
+
+/// Records what the runtime thread delivers to JavaScript.
+#[derive(Default)]
+pub(super) struct Recorder(pub Mutex<Vec<JsWork>>);
+
+impl JsSink for Recorder {
+    fn deliver(&self, work: JsWork) {
+        lock(&self.0).push(work);
+    }
+}
+
+/// A core as the native transport makes it: heartbeat on (so JavaScript may read), D13 on.
+pub(super) fn core() -> Protocol {
+    Protocol::new(Config {
+        url: "ws://127.0.0.1/instances/j/r".into(),
+        token: "tok".into(),
+        name: "test".into(),
+        reconnect_min_ms: 1000.0,
+        reconnect_max_ms: 30000.0,
+        reconnect_jitter: 0.0,
+        seed: 7,
+        heartbeat_ms: 5000.0,
+        connect_timeout_ms: 0.0,
+        confirm_by_ping: true,
+    })
+}
+
+/// A state with no socket yet, the JavaScript thread able to read sockets.
+pub(super) fn state() -> (State<Recorder>, mpsc::UnboundedReceiver<Control>) {
+    let (control, rx) = mpsc::unbounded_channel();
+    let state = State {
+        core: core(),
+        socket: None,
+        handoff: Handoff::new(true),
+        queued_sends: 0,
+        generation: 0,
+        control,
+        js: Some(Arc::new(Recorder::default())),
+        status: Status {
+            seq: 0,
+            role: Role::Source,
+            migration_id: None,
+            connected: false,
+        },
+        epoch: Instant::now(),
+        timer_at: None,
+        pong_waits: false,
+    };
+    (state, rx)
+}
+
+/// A runtime like the shared one (a reactor and a clock), on the test's thread.
+pub(super) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a test runtime")
+}
+
+/// A WebSocket to a loopback worker, made by the transport's own `connect` (registered with
+/// `rt`'s reactor), and the worker's end of it.
+pub(super) fn pair(rt: &tokio::runtime::Runtime) -> (Ws, Worker) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let url = format!(
+        "ws://{}/instances/j/r",
+        listener.local_addr().expect("bound")
+    );
+    let worker = std::thread::spawn(move || {
+        let (socket, _) = listener.accept().expect("the client connects");
+        tungstenite::accept(socket).expect("the upgrade")
+    });
+    let ws = rt.block_on(connect(&url)).expect("connected");
+    (ws, worker.join().expect("the worker's thread"))
+}
+
+/// Waits until `ready` holds, failing the test (not hanging it) after a generous bound.
+pub(super) fn until(what: &str, mut ready: impl FnMut() -> bool) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        assert!(Instant::now() < give_up, "still waiting for {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// Waits until exactly `bytes` of input lie in the client's socket.
+pub(super) fn arrived(ws: &Ws, bytes: usize) {
+    let tcp = ws.get_ref().tcp();
+    until(&format!("{bytes} bytes of input"), || {
+        tcp.input_waiting() >= bytes
+    });
+    assert_eq!(tcp.input_waiting(), bytes, "only what was sent");
+}
+
+/// Reads the next text frame the worker was sent, skipping pings.
+pub(super) fn next_text(worker: &mut Worker) -> String {
+    loop {
+        match worker.read().expect("a frame from the client") {
+            Message::Text(text) => return text.as_str().to_owned(),
+            _ => continue,
+        }
+    }
+}
+
+/// A state whose core is connected (hello sent, hello-ack taken in, as a target of `m`), with
+/// the JavaScript thread reading the socket.
+pub(super) fn connected_js_reading(rt: &tokio::runtime::Runtime) -> (State<Recorder>, Worker) {
+    let (mut state, _rx) = state();
+    let (ws, mut worker) = pair(rt);
+    state.core.start(0.0);
+    state.core.on_open(0.0);
+    state.socket = Some(ws);
+    route(&mut state, Caller::JavaScript);
+    assert!(next_text(&mut worker).contains(r#""type":"hello""#));
+    state.core.on_frame(
+        r#"{"type":"hello-ack","migration":{"id":"m","side":"target"}}"#,
+        0.0,
+    );
+    route(&mut state, Caller::JavaScript);
+    assert!(state.handoff.offer() && state.handoff.accept());
+    (state, worker)
+}
+
+fn calls(work: &JsWork) -> Vec<&Call> {
+    work.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Call(call) => Some(call),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_frame_from_the_javascript_thread_goes_straight_onto_the_socket() {
+    let rt = runtime();
+    let (mut state, mut rx) = state();
+    let (ws, mut worker) = pair(&rt);
+    state.core.start(0.0);
+    route(&mut state, Caller::JavaScript);
+    assert!(matches!(rx.try_recv(), Ok(Control::Open)));
+    state.socket = Some(ws);
+    state.core.on_open(0.0);
+    route(&mut state, Caller::JavaScript);
+    assert_eq!(next_text(&mut worker), r#"{"type":"hello","token":"tok"}"#);
+    assert_eq!(state.queued_sends, 0);
+    assert!(
+        !std::iter::from_fn(|| rx.try_recv().ok()).any(|c| matches!(c, Control::Send(..))),
+        "nothing queued for the task"
+    );
+}
+
+#[test]
+fn a_frame_queues_behind_frames_the_task_has_not_sent_yet() {
+    let rt = runtime();
+    let (mut state, mut rx) = state();
+    let (ws, _worker) = pair(&rt);
+    state.socket = Some(ws);
+    state.core.start(0.0);
+    state.core.on_open(0.0);
+    state.queued_sends = 1;
+    route(&mut state, Caller::JavaScript);
+    assert_eq!(state.queued_sends, 2);
+    let queued = std::iter::from_fn(|| rx.try_recv().ok())
+        .find_map(|c| match c {
+            Control::Send(out, generation) => Some((out.type_name, generation)),
+            _ => None,
+        })
+        .expect("the hello queued for the task");
+    assert_eq!(queued, ("hello", 0));
+}
+
+#[test]
+fn the_runtime_thread_queues_every_frame_for_the_connection_task() {
+    let rt = runtime();
+    let (mut state, mut rx) = state();
+    let (ws, _worker) = pair(&rt);
+    state.socket = Some(ws);
+    state.core.start(0.0);
+    state.core.on_open(0.0);
+    route(&mut state, Caller::Runtime);
+    assert_eq!(state.queued_sends, 1);
+    assert!(std::iter::from_fn(|| rx.try_recv().ok()).any(|c| matches!(c, Control::Send(..))));
+}
+
+#[test]
+fn a_frame_with_no_socket_is_queued_for_the_current_generation() {
+    let (mut state, mut rx) = state();
+    state.generation = 3;
+    state.core.start(0.0);
+    state.core.on_open(0.0);
+    route(&mut state, Caller::JavaScript);
+    let generation = std::iter::from_fn(|| rx.try_recv().ok()).find_map(|c| match c {
+        Control::Send(_, generation) => Some(generation),
+        _ => None,
+    });
+    assert_eq!(generation, Some(3));
+}
+
+#[test]
+fn ending_a_connection_counts_a_new_generation_and_gives_the_socket_back_to_the_runtime() {
+    let rt = runtime();
+    let (mut state, _rx) = state();
+    let (ws, _worker) = pair(&rt);
+    state.socket = Some(ws);
+    assert!(state.handoff.offer() && state.handoff.accept());
+    state.pong_waits = true;
+    assert!(state.end_connection().is_some());
+    assert_eq!(state.generation, 1);
+    assert_eq!(state.handoff.reader(), Reader::Runtime);
+    assert!(!state.pong_waits);
+    assert!(state.end_connection().is_none(), "nothing left to end");
+    assert_eq!(state.generation, 2);
+}
+
+#[test]
+fn the_state_is_handed_to_javascript_only_when_it_changed_and_numbered_in_order() {
+    let rt = runtime();
+    let (mut state, _worker) = connected_js_reading(&rt);
+    assert_eq!(state.status.seq, 1, "connecting changed it once");
+    assert_eq!(state.status.migration_id.as_deref(), Some("m"));
+    assert_eq!(state.status.role, Role::Target);
+    let work = route(&mut state, Caller::JavaScript);
+    assert!(work.status.is_none(), "nothing changed");
+    assert_eq!(state.status.seq, 1);
+}
+
+#[test]
+fn runtime_work_is_undelivered_until_javascript_runs_it() {
+    let (mut state, _rx) = state();
+    assert!(state.handoff.offer() && state.handoff.accept());
+    let work = JsWork {
+        actions: vec![Action::Log("a line".into())],
+        ..JsWork::default()
+    };
+    let delivery = for_js(&state, work).expect("work to deliver");
+    assert_eq!(state.handoff.js_turn(), JsTurn::AfterDeliveries);
+    delivery.deliver();
+    let sink = state.js.clone().expect("the sink");
+    let delivered = lock(&sink.0).pop().expect("delivered");
+    assert_eq!(state.handoff.js_turn(), JsTurn::AfterDeliveries);
+    drop(delivered);
+    assert_eq!(state.handoff.js_turn(), JsTurn::Read);
+}
+
+#[test]
+fn empty_work_or_no_one_to_tell_is_not_delivered() {
+    let (mut state, _rx) = state();
+    assert!(for_js(&state, JsWork::default()).is_none());
+    state.js = None;
+    let work = JsWork {
+        actions: vec![Action::Log("a line".into())],
+        ..JsWork::default()
+    };
+    assert!(for_js(&state, work).is_none());
+}
+
+#[test]
+fn a_delivery_run_on_another_thread_lets_javascript_read_again() {
+    let (mut state, _rx) = state();
+    assert!(state.handoff.offer() && state.handoff.accept());
+    let work = JsWork {
+        actions: vec![Action::Log("a line".into())],
+        ..JsWork::default()
+    };
+    let delivery = for_js(&state, work).expect("work to deliver");
+    std::thread::spawn(move || drop(delivery.work))
+        .join()
+        .expect("the JavaScript thread");
+    assert_eq!(state.handoff.js_turn(), JsTurn::Read);
+}
+
+#[test]
+fn a_close_from_the_worker_ends_the_connection_for_a_clean_reply() {
+    let rt = runtime();
+    let (mut state, _worker) = connected_js_reading(&rt);
+    let read = feed_read(
+        &mut state,
+        Ok(Message::Close(Some(CloseFrame {
+            code: CloseCode::from(close_code::GOING_AWAY),
+            reason: "bye".into(),
+        }))),
+        Caller::JavaScript,
+    );
+    assert!(matches!(read, Read::Ended(_, _, Retire::Reply)));
+    assert!(state.socket.is_none());
+    assert_eq!(state.generation, 1);
+}
+
+#[test]
+fn an_oversized_frame_ends_the_connection_telling_the_worker_why() {
+    let rt = runtime();
+    let (mut state, _worker) = connected_js_reading(&rt);
+    let too_big = WsError::Capacity(tungstenite::error::CapacityError::MessageTooLong {
+        size: MAX_FRAME_BYTES + 1,
+        max_size: MAX_FRAME_BYTES,
+    });
+    let read = feed_read(&mut state, Err(too_big), Caller::Runtime);
+    assert!(matches!(
+        read,
+        Read::Ended(_, _, Retire::Unreadable(close_code::MESSAGE_TOO_BIG, _))
+    ));
+}
+
+#[test]
+fn a_lost_connection_is_dropped_without_a_close_frame() {
+    let rt = runtime();
+    let (mut state, _worker) = connected_js_reading(&rt);
+    let reset = WsError::Io(std::io::ErrorKind::ConnectionReset.into());
+    let read = feed_read(&mut state, Err(reset), Caller::Runtime);
+    assert!(matches!(read, Read::Ended(_, _, Retire::Drop)));
+}
+
+#[test]
+fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() {
+    let rt = runtime();
+    let (state, mut worker) = connected_js_reading(&rt);
+    let client = NativeClient {
+        state: Arc::new(Mutex::new(state)),
+    };
+    let get_state = r#"{"type":"get-state","migrationId":"m"}"#;
+    worker.send(Message::text(get_state)).expect("sent");
+    let held = {
+        let state = lock(&client.state);
+        arrived(state.socket.as_ref().expect("open"), 2 + get_state.len());
+        state.handoff.delivering()
+    };
+    assert!(matches!(client.read_on_js_thread(), JsRead::Nothing));
+    drop(held);
+    let JsRead::Taken(work) = client.read_on_js_thread() else {
+        panic!("the frame is read once the delivery ran");
+    };
+    assert_eq!(calls(&work).len(), 1, "the get-state's handler");
+}
+
+#[test]
+fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() {
+    let rt = runtime();
+    let (state, mut worker) = connected_js_reading(&rt);
+    let client = NativeClient {
+        state: Arc::new(Mutex::new(state)),
+    };
+    for id in ["first", "second"] {
+        worker
+            .send(Message::text(format!(
+                r#"{{"type":"cutover-ready","migrationId":"m","payload":"{id}"}}"#
+            )))
+            .expect("sent");
+    }
+    let runtime_read = {
+        let mut state = lock(&client.state);
+        let first = r#"{"type":"cutover-ready","migrationId":"m","payload":"first"}"#;
+        arrived(
+            state.socket.as_ref().expect("open"),
+            (2 + first.len()) * 2 + 1,
+        );
+        // The runtime thread takes the socket back and reads one; JavaScript reads the next.
+        let _guard = rt.enter();
+        state.reclaim().expect("registered");
+        let read = read_one(&mut state, Caller::Runtime);
+        assert!(state.handoff.offer() && state.handoff.accept());
+        read
+    };
+    let Read::Message(first) = runtime_read else {
+        panic!("the first frame");
+    };
+    let JsRead::Taken(second) = client.read_on_js_thread() else {
+        panic!("the second frame");
+    };
+    let payload = |work: &JsWork| format!("{:?}", calls(work));
+    assert!(payload(&first).contains("first"), "{}", payload(&first));
+    assert!(payload(&second).contains("second"), "{}", payload(&second));
+}
+
+#[test]
+fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_back() {
+    let rt = runtime();
+    let (state, _worker) = connected_js_reading(&rt);
+    let client = NativeClient {
+        state: Arc::new(Mutex::new(state)),
+    };
+    {
+        let _guard = rt.enter();
+        lock(&client.state).reclaim().expect("registered");
+    }
+    assert!(matches!(client.read_on_js_thread(), JsRead::NotReader));
+}
+
+#[test]
+fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() {
+    let rt = runtime();
+    let (mut state, _rx) = state();
+    let (ws, _worker) = pair(&rt);
+    state.socket = Some(ws);
+    let client = NativeClient {
+        state: Arc::new(Mutex::new(state)),
+    };
+    assert!(client.accept_offer().is_none(), "nothing on offer");
+    assert!(lock(&client.state).handoff.offer());
+    let js = client.clone();
+    let copy = std::thread::spawn(move || js.accept_offer())
+        .join()
+        .expect("the JavaScript thread");
+    assert!(copy.is_some(), "a copy of the socket to poll");
+    let mut cx = Context::from_waker(Waker::noop());
+    let state = lock(&client.state);
+    let tcp = state.socket.as_ref().expect("open").get_ref().tcp();
+    assert!(
+        matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))),
+        "no longer in the runtime's reactor"
+    );
+    assert_eq!(state.handoff.reader(), Reader::JavaScript);
+}
+
+#[test]
+fn reclaiming_registers_the_socket_with_the_runtime_again() {
+    let rt = runtime();
+    let (mut state, _worker) = connected_js_reading(&rt);
+    state
+        .socket
+        .as_mut()
+        .expect("open")
+        .get_mut()
+        .tcp_mut()
+        .unregister();
+    let _guard = rt.enter();
+    state.reclaim().expect("registered");
+    let mut cx = Context::from_waker(Waker::noop());
+    let tcp = state.socket.as_ref().expect("open").get_ref().tcp();
+    assert!(
+        !matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))),
+        "the runtime's reactor waits for it"
+    );
+    assert_eq!(state.handoff.reader(), Reader::Runtime);
+}
+
+#[test]
+fn javascript_is_behind_only_with_input_it_left_unread() {
+    let rt = runtime();
+    let (state, mut worker) = connected_js_reading(&rt);
+    assert!(!state.javascript_behind());
+    worker.send(Message::text("{}")).expect("sent");
+    arrived(state.socket.as_ref().expect("open"), 4);
+    assert!(state.javascript_behind());
+}
+
+/// A connected target that sent a report with a ping after it (D13): the core lets its pong
+/// wait.
+fn reported(rt: &tokio::runtime::Runtime) -> (State<Recorder>, Worker) {
+    let (mut state, mut worker) = connected_js_reading(rt);
+    state
+        .core
+        .report_ready("{}".into())
+        .expect("a small report");
+    route(&mut state, Caller::JavaScript);
+    assert!(next_text(&mut worker).contains("target-ready"));
+    assert!(state.core.pong_may_wait());
+    (state, worker)
+}
+
+#[test]
+fn a_report_pong_alone_does_not_wake_javascript_while_the_core_lets_it_wait() {
+    let rt = runtime();
+    let (state, mut worker) = reported(&rt);
+    assert!(state.pong_waits, "the wait follows the report");
+    worker
+        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
+        .expect("sent");
+    arrived(state.socket.as_ref().expect("open"), PONG_BYTES);
+    assert!(
+        !state.javascript_behind(),
+        "a pong is not input left unread"
+    );
+    let fd = state.socket.as_ref().expect("open").get_ref().tcp();
+    assert!(
+        !fd.polls_readable(),
+        "SO_RCVLOWAT keeps the pong from waking the poll"
+    );
+}
+
+#[test]
+fn a_frame_after_a_waiting_pong_wakes_javascript() {
+    let rt = runtime();
+    let (state, mut worker) = reported(&rt);
+    worker
+        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
+        .expect("sent");
+    worker.send(Message::text("{}")).expect("sent");
+    arrived(state.socket.as_ref().expect("open"), PONG_BYTES + 4);
+    assert!(state.javascript_behind());
+    assert!(state
+        .socket
+        .as_ref()
+        .expect("open")
+        .get_ref()
+        .tcp()
+        .polls_readable());
+}
+
+#[test]
+fn the_runtime_thread_never_lets_a_pong_wait() {
+    let rt = runtime();
+    let (mut state, mut worker) = reported(&rt);
+    let _guard = rt.enter();
+    state.reclaim().expect("registered");
+    assert!(!state.pong_waits);
+    worker
+        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
+        .expect("sent");
+    arrived(state.socket.as_ref().expect("open"), PONG_BYTES);
+    assert!(state
+        .socket
+        .as_ref()
+        .expect("open")
+        .get_ref()
+        .tcp()
+        .polls_readable());
+}
+
+#[test]
+fn an_offer_made_before_the_connection_ended_is_not_taken_on_the_next() {
+    let rt = runtime();
+    let (mut state, _rx) = state();
+    let (ws, _worker) = pair(&rt);
+    state.socket = Some(ws);
+    assert!(state.handoff.offer());
+    drop(state.end_connection());
+    let (ws, _worker) = pair(&rt);
+    state.socket = Some(ws);
+    let client = NativeClient {
+        state: Arc::new(Mutex::new(state)),
+    };
+    assert!(client.accept_offer().is_none());
+    assert_eq!(lock(&client.state).handoff.reader(), Reader::Runtime);
+}
+
+#[test]
+fn a_connection_dropped_while_javascript_polls_its_copy_ends_at_once() {
+    let rt = runtime();
+    let (mut state, _rx) = state();
+    let (ws, mut worker) = pair(&rt);
+    state.socket = Some(ws);
+    assert!(state.handoff.offer());
+    let client = NativeClient {
+        state: Arc::new(Mutex::new(state)),
+    };
+    let copy = client.accept_offer().expect("JavaScript's copy");
+    drop(lock(&client.state).end_connection());
+    assert!(worker.read().is_err(), "the worker sees the connection end");
+    drop(copy);
+}
