@@ -10,6 +10,12 @@ const HANDOVER_STEPS = ['propose', 'launch', 'initial-state', 'cutover-ready', '
  *  @type {readonly import('./testing').HandoverFaultKind[]} */
 const FAULT_KINDS = ['drop-source', 'drop-target', 'restart-worker', 'kill-source', 'kill-target']
 
+/** @param {unknown} value @returns {value is import('./testing').HandoverStepName} */
+const isHandoverStep = (value) => HANDOVER_STEPS.some((step) => step === value)
+
+/** @param {unknown} value @returns {value is import('./testing').HandoverFaultKind} */
+const isFaultKind = (value) => FAULT_KINDS.some((kind) => kind === value)
+
 /** mulberry32: a small PRNG whose sequence a seed fixes; each call a number in [0, 1).
  *  @param {number} seed
  *  @returns {() => number} */
@@ -24,4 +30,4 @@ function seededRandom(seed) {
   }
 }
 
-module.exports = { HANDOVER_STEPS, FAULT_KINDS, seededRandom }
+module.exports = { HANDOVER_STEPS, FAULT_KINDS, isHandoverStep, isFaultKind, seededRandom }
