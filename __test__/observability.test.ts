@@ -4,7 +4,6 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { afterEach, beforeEach, expect, test } from 'vitest'
 import { connectMigration, type MigrationClient } from '@norskvideo/ctl-migration'
 import { runHandover, startTestWorker, type TestWorker } from '@norskvideo/ctl-migration-testing'
-// @ts-expect-error: the example is plain JavaScript, without types
 import { traceHandovers } from '../docs/opentelemetry-example.mjs'
 import { until } from './support/until.js'
 

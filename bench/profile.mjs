@@ -9,21 +9,13 @@ import { fork, spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const args = process.argv.slice(2)
-const flag = (name) => {
-  const i = args.indexOf(name)
-  if (i < 0) return undefined
-  const v = args[i + 1]
-  args.splice(i, 2)
-  return v
-}
-const vs = flag('--vs')
-const perfOut = flag('--perf')
-const cpuProfDir = flag('--cpu-prof')
-const busy = args.includes('--busy')
-const [scenario = 'cutover', nArg = '2000'] = args.filter((a) => a !== '--busy')
+const {
+  values: { vs, perf: perfOut, 'cpu-prof': cpuProfDir, busy },
+  positionals: [scenario = 'cutover', nArg = '2000'],
+} = parseArgs({ allowPositionals: true, options: { vs: { type: 'string' }, perf: { type: 'string' }, 'cpu-prof': { type: 'string' }, busy: { type: 'boolean', default: false } } })
 const n = Number(nArg)
 const moduleUrl = vs
   ? pathToFileURL(resolve(process.cwd(), vs)).href

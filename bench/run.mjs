@@ -15,29 +15,26 @@ import { existsSync, readFileSync, readdirSync, writeFileSync, mkdirSync, statSy
 import { cpus, loadavg } from 'node:os'
 import { dirname, join, resolve, basename } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
 import { bigBytes } from './frames.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, '..')
 
 // ── options ──────────────────────────────────────────────────────────────────────────────────
-const argv = process.argv.slice(2)
-const opt = { quick: false, vs: undefined, json: undefined, subscribed: false }
-for (let i = 0; i < argv.length; i++) {
-  const a = argv[i]
-  if (a === '--quick') opt.quick = true
-  else if (a === '--subscribed') opt.subscribed = true
-  else if (a === '--vs') opt.vs = argv[++i]
-  else if (a.startsWith('--vs=')) opt.vs = a.slice(5)
-  else if (a === '--json') opt.json = argv[++i]
-  else if (a.startsWith('--json=')) opt.json = a.slice(7)
-  else if (a === '--help' || a === '-h') {
-    console.log('usage: npm run bench -- [--quick] [--vs <module exporting connectMigration>] [--json <file>] [--subscribed]')
-    process.exit(0)
-  } else {
-    console.error(`bench: unknown argument ${a}`)
-    process.exit(2)
-  }
+const USAGE = 'usage: npm run bench -- [--quick] [--vs <module exporting connectMigration>] [--json <file>] [--subscribed]'
+let opt
+try {
+  ;({ values: opt } = parseArgs({
+    options: { quick: { type: 'boolean', default: false }, subscribed: { type: 'boolean', default: false }, vs: { type: 'string' }, json: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  }))
+} catch (e) {
+  console.error(`bench: ${e.message}\n${USAGE}`)
+  process.exit(2)
+}
+if (opt.help) {
+  console.log(USAGE)
+  process.exit(0)
 }
 
 const Q = opt.quick

@@ -18,23 +18,25 @@ import { existsSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const argv = process.argv.slice(2)
-const opt = { rounds: 3, n: 1500, imports: 12 }
+let parsed
+try {
+  parsed = parseArgs({ allowPositionals: true, options: { rounds: { type: 'string', default: '3' }, n: { type: 'string', default: '1500' }, imports: { type: 'string', default: '12' } } })
+} catch (e) {
+  console.error(`side-by-side: ${e.message}`)
+  process.exit(2)
+}
+const opt = { rounds: Number(parsed.values.rounds), n: Number(parsed.values.n), imports: Number(parsed.values.imports) }
 const impls = []
-for (let i = 0; i < argv.length; i++) {
-  const a = argv[i]
-  if (a === '--rounds') opt.rounds = Number(argv[++i])
-  else if (a === '--n') opt.n = Number(argv[++i])
-  else if (a === '--imports') opt.imports = Number(argv[++i])
-  else if (a.includes('=')) {
-    const [label, spec] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
-    impls.push({ label, ...entries(resolve(process.cwd(), spec)) })
-  } else {
+for (const a of parsed.positionals) {
+  if (!a.includes('=')) {
     console.error(`side-by-side: unknown argument ${a}`)
     process.exit(2)
   }
+  const [label, spec] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
+  impls.push({ label, ...entries(resolve(process.cwd(), spec)) })
 }
 if (impls.length < 2) {
   console.error('usage: node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12] <label>=<module or checkout> ...')

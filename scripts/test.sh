@@ -12,7 +12,7 @@ npm ci --no-audit --no-fund
 npm run build
 cargo test --workspace
 npx tsc -p tsconfig.json
-npx tsc -p tsconfig.lib.json
+npx tsc -p tsconfig.lib.json && npx tsc -p testing/tsconfig.json
 # A product's test code against the public types alone: strict, exactOptionalPropertyTypes, no @types/node.
 npx tsc -p __test__/types/no-node
 npx vitest run

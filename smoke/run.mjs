@@ -11,6 +11,7 @@
 // code is the number failed.
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
+import { parseArgs } from 'node:util'
 import * as migration from '@norskvideo/ctl-migration'
 import { runHandover, startTestWorker } from '@norskvideo/ctl-migration-testing'
 import { fixture, runChecks, runChild, runtime, signal, threadCount, until, within } from './support.mjs'
@@ -257,6 +258,7 @@ console.log(`client build: ${wasmForced ? 'WebAssembly (NAPI_RS_FORCE_WASI=error
 // Thread counts need Linux's /proc; say so rather than pass silently where there is none.
 if ((await threadCount()) === undefined) console.log('note: no /proc/self/status of this process here; thread counts are not checked')
 
-const only = process.argv.slice(2).filter((a) => !a.startsWith('-'))
+// The checks named on the command line, or every one.
+const { positionals: only } = parseArgs({ allowPositionals: true, options: {} })
 const failed = await runChecks(checks, { only: only.length ? only : undefined })
 process.exitCode = failed

@@ -1,21 +1,12 @@
 // `ctl-migration handover`, run as a user runs it: npx, from the package installed out of packed
 // tarballs (support/install.ts), against real product processes on loopback.
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { cpSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, inject, test } from 'vitest'
-
-const productDir = inject('productDir')
-const STEPS = ['propose', 'launch', 'initial-state', 'cutover-ready', 'cutover-apply']
-const FAULT_KINDS = ['drop-source', 'drop-target', 'restart-worker', 'kill-source', 'kill-target']
-
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+import { describe, expect, test } from 'vitest'
+import { FAULT_KINDS, HANDOVER_STEPS as STEPS } from '../../testing/lib/steps.js'
+import { cli, type Run, start, tempDir } from './support/run'
 
 interface Handover {
   migrationId: string
@@ -38,24 +29,6 @@ interface Document {
   violations: unknown[]
 }
 
-/** Starts `npx ctl-migration <args>` in the product directory, where the testing package is a
- *  dependency, in its own process group (as a terminal's foreground job). `npx` is how it is run:
- *  `['--no', 'ctl-migration']` by its bin, or `['-p', package, 'ctl-migration']`. */
-function start(args: string[], env: NodeJS.ProcessEnv = {}, npx = ['--no', 'ctl-migration']) {
-  const child = spawn('npx', [...npx, ...args], {
-    cwd: productDir,
-    env: { ...process.env, ...env },
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const run: Run = { code: null, stdout: '', stderr: '' }
-  child.stdout.on('data', (d: Buffer) => (run.stdout += d.toString()))
-  child.stderr.on('data', (d: Buffer) => (run.stderr += d.toString()))
-  const done = new Promise<Run>((resolve) => child.once('close', (code) => resolve({ ...run, code })))
-  return { child, run, done }
-}
-
-const cli = (args: string[], env?: NodeJS.ProcessEnv) => start(args, env).done
 const json = (run: Run) => JSON.parse(run.stdout) as Document
 
 /** The pids of product processes (`node product.mjs <marker>`) still running. */
@@ -97,7 +70,7 @@ describe('a clean handover', () => {
   })
 
   test('npx -p @norskvideo/ctl-migration-testing ctl-migration: the same handover, the package named', async () => {
-    const run = await start(['handover', '--json', '--', 'node', 'product.mjs'], {}, ['--no', '-p', '@norskvideo/ctl-migration-testing', 'ctl-migration']).done
+    const run = await start(['handover', '--json', '--', 'node', 'product.mjs'], {}, undefined, ['npx', '--no', '-p', '@norskvideo/ctl-migration-testing', 'ctl-migration']).done
     expect(run.code).toBe(0)
     expect(json(run).handovers[0]).toMatchObject({ ok: true, outcome: 'completed' })
   })
@@ -222,32 +195,28 @@ test('Ctrl-C in the middle of a handover leaves no process behind', async () => 
 })
 
 test('--report draws every handover in a page a real browser renders, with nothing fetched', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-migration-report-'))
-  try {
-    const report = join(dir, 'report.html')
-    const run = await cli(['handover', '--fault', 'kill-target@cutover-ready', '--report', report, '--', 'node', 'product.mjs'])
-    expect(run.code).toBe(0)
-    expect(readFileSync(report, 'utf8')).not.toMatch(/\b(src|href)=|url\(|@import/)
-    const chromium = (...args: string[]) =>
-      execFileSync(
-        'chromium',
-        ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', `--user-data-dir=${join(dir, 'profile')}`, ...args, `file://${report}`],
-        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 60_000 },
-      )
-    const dom = chromium('--dump-dom')
-    // Two rows: the faulted handover, aborted once the killed target is not back (3 steps done,
-    // or 4 when the source stopped before the kill landed), and the recovery check (5 steps, its
-    // cutover window shaded).
-    expect(dom.match(/<svg class="handover"/g)).toHaveLength(2)
-    expect([3 + 5, 4 + 5]).toContain(dom.match(/<rect class="step"/g)?.length)
-    expect(dom.match(/<rect class="cutover-window"/g)).toHaveLength(1)
-    expect(dom).toMatch(/<line class="fault"/)
-    expect(dom).toContain('⚡ kill-target')
-    const screenshot = join(dir, 'report.png')
-    chromium(`--screenshot=${screenshot}`, '--window-size=1000,700')
-    expect(statSync(screenshot).size).toBeGreaterThan(10_000)
-    if (process.env.KEEP_REPORT) cpSync(screenshot, process.env.KEEP_REPORT)
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  const dir = tempDir('ctl-migration-report-')
+  const report = join(dir, 'report.html')
+  const run = await cli(['handover', '--fault', 'kill-target@cutover-ready', '--report', report, '--', 'node', 'product.mjs'])
+  expect(run.code).toBe(0)
+  expect(readFileSync(report, 'utf8')).not.toMatch(/\b(src|href)=|url\(|@import/)
+  const chromium = (...args: string[]) =>
+    execFileSync(
+      'chromium',
+      ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', `--user-data-dir=${join(dir, 'profile')}`, ...args, `file://${report}`],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 60_000 },
+    )
+  const dom = chromium('--dump-dom')
+  // Two rows: the faulted handover, aborted once the killed target is not back (3 steps done,
+  // or 4 when the source stopped before the kill landed), and the recovery check (5 steps, its
+  // cutover window shaded).
+  expect(dom.match(/<svg class="handover"/g)).toHaveLength(2)
+  expect([3 + 5, 4 + 5]).toContain(dom.match(/<rect class="step"/g)?.length)
+  expect(dom.match(/<rect class="cutover-window"/g)).toHaveLength(1)
+  expect(dom).toMatch(/<line class="fault"/)
+  expect(dom).toContain('⚡ kill-target')
+  const screenshot = join(dir, 'report.png')
+  chromium(`--screenshot=${screenshot}`, '--window-size=1000,700')
+  expect(statSync(screenshot).size).toBeGreaterThan(10_000)
+  if (process.env.KEEP_REPORT) cpSync(screenshot, process.env.KEEP_REPORT)
 })

@@ -1,10 +1,9 @@
 // How a run ends: the times it reports include every wait, an interrupted run still reports what
 // happened, and what cannot work is said before any product starts or in one line.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
-import { cli, type Run, start } from './support/run'
+import { BIN, cli, type Run, start, tempDir } from './support/run'
 
 interface Handover {
   migrationId: string
@@ -66,7 +65,7 @@ describe('interrupted', () => {
     ['SIGINT', 130],
     ['SIGTERM', 143],
   ] as const)('by %s: exit %i, the summary and one JSON document with the seed and the handovers so far', async (signal, status) => {
-    const { child, run, done } = start(['handover', '--chaos', '6', '--seed', '5', '--json', '--', 'node', 'product.mjs'], {}, undefined, true)
+    const { child, run, done } = start(['handover', '--chaos', '6', '--seed', '5', '--json', '--', 'node', 'product.mjs'], {}, undefined, BIN)
     await seen(run, /handover-1 +propose +state ← source/)
     await new Promise((resolve) => setTimeout(resolve, 2_500))
     process.kill(-child.pid!, signal)
@@ -83,17 +82,13 @@ describe('interrupted', () => {
 
 describe('what cannot work', () => {
   test.each(['--report', '--junit'])('%s to a directory that does not exist: exit 2 before any product starts', async (option) => {
-    const dir = mkdtempSync(join(tmpdir(), 'ctl-migration-unwritable-'))
-    try {
-      const started = join(dir, 'started')
-      const run = await cli(['handover', option, join(dir, 'no-such-dir', 'out'), '--', 'touch', started])
-      expect(run.code).toBe(2)
-      expect(run.stderr).toMatch(new RegExp(`^ctl-migration: ${option} \\S+: cannot be written \\(no directory `))
-      expect(run.stdout).toBe('')
-      expect(existsSync(started)).toBe(false)
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
+    const dir = tempDir('ctl-migration-unwritable-')
+    const started = join(dir, 'started')
+    const run = await cli(['handover', option, join(dir, 'no-such-dir', 'out'), '--', 'touch', started])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toMatch(new RegExp(`^ctl-migration: ${option} \\S+: cannot be written \\(no directory `))
+    expect(run.stdout).toBe('')
+    expect(existsSync(started)).toBe(false)
   })
 
   test('a command that cannot be spawned: exit 3, the spawn error in one line', async () => {
@@ -133,6 +128,6 @@ test('a target the tool stops after a failed handover is stopped, not retired; -
   const run = await cli(['handover', '--step-timeout-ms', '500', '--', 'node', 'product.mjs'], { PRODUCT_MODE: 'never-ready' })
   expect(run.stdout).toMatch(/^target +pid \d+ stopped: the migration did not complete \((SIGTERM|exit 0)\)$/m)
   expect(run.stdout).not.toMatch(/retired/)
-  const help = await start(['--help'], {}, undefined, true).done
+  const help = await start(['--help'], {}, undefined, BIN).done
   expect(help.stdout).toMatch(/130 \/ 143 interrupted by SIGINT \/ SIGTERM/)
 })

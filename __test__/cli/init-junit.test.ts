@@ -1,9 +1,8 @@
 // A first run with nothing to write (`ctl-migration init`), and the JUnit file a product's CI reads.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect, test } from 'vitest'
-import { cli, productDir } from './support/run'
+import { cli, productDir, tempDir } from './support/run'
 
 test('init writes a starter product that hands over, and prints the command for it', async () => {
   const file = join(productDir, 'starter.mjs')
@@ -23,50 +22,38 @@ test('init writes a starter product that hands over, and prints the command for 
 
 test('init writes product.mjs by default and never writes over a file', async () => {
   // A directory of the product's project, where the package is installed.
-  const dir = mkdtempSync(join(productDir, 'init-'))
-  try {
-    const first = await cli(['init'], {}, dir)
-    expect(first.code).toBe(0)
-    expect(first.stdout).toContain('npx ctl-migration handover -- node product.mjs')
-    writeFileSync(join(dir, 'product.mjs'), '// mine\n')
-    const again = await cli(['init'], {}, dir)
-    expect(again.code).toBe(1)
-    expect(again.stderr).toMatch(/^ctl-migration: cannot write product\.mjs: it exists/)
-    expect(readFileSync(join(dir, 'product.mjs'), 'utf8')).toBe('// mine\n')
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  const dir = tempDir('init-', productDir)
+  const first = await cli(['init'], {}, dir)
+  expect(first.code).toBe(0)
+  expect(first.stdout).toContain('npx ctl-migration handover -- node product.mjs')
+  writeFileSync(join(dir, 'product.mjs'), '// mine\n')
+  const again = await cli(['init'], {}, dir)
+  expect(again.code).toBe(1)
+  expect(again.stderr).toMatch(/^ctl-migration: cannot write product\.mjs: it exists/)
+  expect(readFileSync(join(dir, 'product.mjs'), 'utf8')).toBe('// mine\n')
 })
 
 test('--junit of a refusing product: a testsuite with the testcase and its failure', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-migration-junit-'))
-  try {
-    const file = join(dir, 'handovers.xml')
-    const run = await cli(['handover', '--junit', file, '--', 'node', 'product.mjs'], { PRODUCT_MODE: 'refuse' })
-    expect(run.code).toBe(1)
-    const xml = readFileSync(file, 'utf8')
-    expect(xml).toMatch(/^<\?xml version="1\.0" encoding="UTF-8"\?>\n<testsuites /)
-    expect(xml).toMatch(/<testsuite name="ctl-migration handover -- node product\.mjs" tests="1" failures="1" errors="0"/)
-    expect(xml).toMatch(
-      /<testcase classname="ctl-migration\.handover" name="handover-1: handover" time="\d+\.\d{3}"><failure type="refused" message="runHandover handover-1: step 'propose' failed: the source refused the propose: &quot;a viewer is pinned to this instance&quot;">/,
-    )
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  const dir = tempDir('ctl-migration-junit-')
+  const file = join(dir, 'handovers.xml')
+  const run = await cli(['handover', '--junit', file, '--', 'node', 'product.mjs'], { PRODUCT_MODE: 'refuse' })
+  expect(run.code).toBe(1)
+  const xml = readFileSync(file, 'utf8')
+  expect(xml).toMatch(/^<\?xml version="1\.0" encoding="UTF-8"\?>\n<testsuites /)
+  expect(xml).toMatch(/<testsuite name="ctl-migration handover -- node product\.mjs" tests="1" failures="1" errors="0"/)
+  expect(xml).toMatch(
+    /<testcase classname="ctl-migration\.handover" name="handover-1: handover" time="\d+\.\d{3}"><failure type="refused" message="runHandover handover-1: step 'propose' failed: the source refused the propose: &quot;a viewer is pinned to this instance&quot;">/,
+  )
 })
 
 test('--junit names faulted handovers by their fault and passes the recovered ones', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ctl-migration-junit-'))
-  try {
-    const file = join(dir, 'handovers.xml')
-    const run = await cli(['handover', '--fault', 'drop-target@cutover-ready', '--junit', file, '--', 'node', 'product.mjs'])
-    expect(run.code).toBe(0)
-    const xml = readFileSync(file, 'utf8')
-    expect(xml).toMatch(/tests="2" failures="0" errors="0"/)
-    expect(xml).toContain('name="handover-1: fault drop-target@cutover-ready"')
-    expect(xml).toContain('name="handover-2: the recovery check after handover-1"')
-    expect(xml).not.toContain('<failure')
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  const dir = tempDir('ctl-migration-junit-')
+  const file = join(dir, 'handovers.xml')
+  const run = await cli(['handover', '--fault', 'drop-target@cutover-ready', '--junit', file, '--', 'node', 'product.mjs'])
+  expect(run.code).toBe(0)
+  const xml = readFileSync(file, 'utf8')
+  expect(xml).toMatch(/tests="2" failures="0" errors="0"/)
+  expect(xml).toContain('name="handover-1: fault drop-target@cutover-ready"')
+  expect(xml).toContain('name="handover-2: the recovery check after handover-1"')
+  expect(xml).not.toContain('<failure')
 })

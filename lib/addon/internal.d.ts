@@ -1,5 +1,5 @@
 // Types of `@norskvideo/ctl-migration/internal/addon` (lib/addon/internal.js): the loading rules
-// the testing package shares with the client. Not an API for products.
+// (and the value rules) the testing package shares with the client. Not an API for products.
 
 /** The platform this process needs a prebuilt binary for, as the npm/<platform> packages spell it
  *  (`linux-x64-gnu`, `darwin-arm64`, `win32-x64-msvc`…). */
@@ -30,3 +30,9 @@ export interface InstalledPackage {
  *  directory when it is that, else found from the bundle's file or the entry script (never the
  *  working directory). On the first call; a failure (`ERR_CTL_MIGRATION_BUNDLED`) is remembered. */
 export declare function installedRequire(pkg: InstalledPackage): () => (id: string) => unknown
+
+/** `String(e)`, or undefined when even that throws. */
+export declare function describe(e: unknown): string | undefined
+
+/** What JSON.stringify makes of a payload; a top-level value it drops becomes `null` (D2). */
+export declare function payloadJson(payload: unknown): string

@@ -6,7 +6,6 @@
 //   npx ctl-migration init [FILE]
 import { spawn } from 'node:child_process'
 import { accessSync, constants, statSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
@@ -14,11 +13,47 @@ import { writeStarter } from './init.mjs'
 import { renderJunit } from './junit.mjs'
 import { renderReport } from './report.mjs'
 import { createView, visible } from './view.mjs'
+import { HandoverError, runHandover, startTestWorker } from '../lib/testing.mjs'
+import { HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep, seededRandom } from '../lib/steps.js'
 
-const { startTestWorker, runHandover, HandoverError } = createRequire(import.meta.url)('../lib/testing.js')
+/** @typedef {import('../lib/testing.js').HandoverFault} HandoverFault */
+/** @typedef {import('../lib/testing.js').HandoverTimeline} HandoverTimeline */
+/** @typedef {import('../lib/testing.js').TestWorker} TestWorker */
+/** @typedef {import('./document.mjs').HandoverResult} HandoverResult */
+/** @typedef {import('./document.mjs').ProductExit} ProductExit */
+/** @typedef {import('./view.mjs').View} View */
+/** @typedef {import('../lib/testing.js').InstanceEnv} Env */
+/**
+ * A handover run's options, from the command line.
+ * @typedef {object} HandoverOptions
+ * @property {string[]} command
+ * @property {number} repeat
+ * @property {HandoverFault[]} faults
+ * @property {number | undefined} chaos
+ * @property {number | undefined} seed
+ * @property {number} stepTimeoutMs
+ * @property {number} connectTimeoutMs
+ * @property {number | undefined} maxCutoverMs
+ * @property {import('../lib/testing.js').HandoverStepName | undefined} abortAfter
+ * @property {boolean} json
+ * @property {string | undefined} report
+ * @property {string | undefined} junit
+ */
+/**
+ * A run: its worker, its products and what has happened so far.
+ * @typedef {object} Run
+ * @property {TestWorker} worker
+ * @property {View} view
+ * @property {HandoverOptions} options
+ * @property {Product} source the current source (set before any handover)
+ * @property {Product[]} unexpected products that exited on their own
+ * @property {Array<HandoverResult & { began: number }>} handovers
+ * @property {(HandoverResult & { began: number }) | undefined} current the handover under way
+ * @property {'SIGINT' | 'SIGTERM' | undefined} interrupted
+ * @property {boolean} finished
+ * @property {{ kind: string, message: string }} [neverConnected]
+ */
 
-const STEPS = ['propose', 'launch', 'initial-state', 'cutover-ready', 'cutover-apply']
-const FAULT_KINDS = ['drop-source', 'drop-target', 'restart-worker', 'kill-source', 'kill-target']
 const JOB_ID = 'product'
 /** How long a retired instance has between SIGTERM and SIGKILL, as the worker gives it. */
 const RETIRE_GRACE_MS = 5_000
@@ -62,6 +97,7 @@ class UsageError extends Error {}
 
 // ── options ──────────────────────────────────────────────────────────────────
 
+/** @param {string[]} argv @returns {{ help: true } | { init: string } | HandoverOptions} */
 function parseOptions(argv) {
   const { values, positionals, tokens } = parseArgs({
     args: argv,
@@ -84,7 +120,7 @@ function parseOptions(argv) {
   })
   if (values.help) return { help: true }
   const terminator = tokens.find((t) => t.kind === 'option-terminator')
-  const before = tokens.filter((t) => t.kind === 'positional' && (!terminator || t.index < terminator.index)).map((t) => t.value)
+  const before = tokens.flatMap((t) => (t.kind === 'positional' && (!terminator || t.index < terminator.index) ? [t.value] : []))
   const command = terminator ? positionals.slice(before.length) : []
   if (before.length === 0) throw new UsageError('no subcommand: the subcommands are `handover` and `init`')
   if (before[0] === 'init') {
@@ -98,7 +134,7 @@ function parseOptions(argv) {
 
   const faults = (values.fault ?? []).map(parseFault)
   const abortAfter = values['abort-after']
-  if (abortAfter !== undefined && !STEPS.includes(abortAfter)) throw new UsageError(`--abort-after must be one of ${STEPS.join(', ')}, not '${abortAfter}'`)
+  if (abortAfter !== undefined && !isHandoverStep(abortAfter)) throw new UsageError(`--abort-after must be one of ${STEPS.join(', ')}, not '${abortAfter}'`)
   const chaos = values.chaos === undefined ? undefined : count('--chaos', values.chaos)
   if (chaos !== undefined && (values.fault || values.repeat)) throw new UsageError('--chaos draws its own faults: give it without --fault and --repeat')
   if (values.seed !== undefined && chaos === undefined) throw new UsageError('--seed goes with --chaos')
@@ -119,7 +155,8 @@ function parseOptions(argv) {
   }
 }
 
-/** A file the run writes at its end must be writable now, before any product starts. */
+/** A file the run writes at its end must be writable now, before any product starts.
+ *  @param {string} option @param {string | undefined} file */
 function writable(option, file) {
   if (file === undefined) return undefined
   const dir = dirname(resolve(file))
@@ -129,50 +166,44 @@ function writable(option, file) {
     const existing = statSync(file, { throwIfNoEntry: false })
     if (existing?.isDirectory()) throw new Error('it is a directory')
     if (existing) accessSync(file, constants.W_OK)
-  } catch (e) {
+  } catch (caught) {
+    const e = /** @type {NodeJS.ErrnoException} */ (caught)
     throw new UsageError(`${option} ${file}: cannot be written (${e.code === 'ENOENT' ? `no directory ${dir}` : e.message})`)
   }
   return file
 }
 
+/** @param {string} text @returns {HandoverFault} */
 function parseFault(text) {
   const [kind, step, ...rest] = text.split('@')
-  if (rest.length > 0 || !FAULT_KINDS.includes(kind) || !STEPS.includes(step)) {
+  if (rest.length > 0 || !isFaultKind(kind) || !isHandoverStep(step)) {
     throw new UsageError(`--fault ${text}: expected KIND@STEP, KIND one of ${FAULT_KINDS.join(', ')}, STEP one of ${STEPS.join(', ')}`)
   }
   return { kind, step }
 }
 
+/** @param {string} name @param {string} text */
 function count(name, text) {
   const n = Number(text)
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`${name} must be a whole number of at least 1, not '${text}'`)
   return n
 }
 
+/** @param {string} text */
 function seedOf(text) {
   if (!/^\d+$/.test(text) || Number(text) >= 2 ** 32) throw new UsageError(`--seed must be a whole number below 2^32, not '${text}'`)
   return Number(text)
 }
 
-/** mulberry32: a small PRNG whose sequence a seed fixes. */
-function random(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
-  }
-}
-
-/** The handovers to run: each `undefined` (clean) or a fault. */
+/** The handovers to run: each `undefined` (clean) or a fault.
+ *  @param {HandoverOptions} options
+ *  @returns {Array<HandoverFault | undefined>} */
 function plan(options) {
   if (options.chaos !== undefined) {
-    const next = random(options.seed)
+    const next = seededRandom(options.seed ?? 0)
     return Array.from({ length: options.chaos }, () => ({
-      kind: FAULT_KINDS[Math.floor(next() * FAULT_KINDS.length)],
-      step: STEPS[Math.floor(next() * STEPS.length)],
+      kind: /** @type {HandoverFault['kind']} */ (FAULT_KINDS[Math.floor(next() * FAULT_KINDS.length)]),
+      step: /** @type {HandoverFault['step']} */ (STEPS[Math.floor(next() * STEPS.length)]),
     }))
   }
   const round = options.faults.length > 0 ? options.faults : [undefined]
@@ -181,29 +212,34 @@ function plan(options) {
 
 // ── product processes ────────────────────────────────────────────────────────
 
-/** Every product process started, until it has exited. */
+/** Every product process started, until it has exited.
+ *  @type {Set<Product>} */
 const running = new Set()
 
 class Product {
+  /** @param {string} role @param {Env} env @param {string[]} command @param {View} view */
   constructor(role, env, command, view) {
     this.role = role
     this.env = env
+    /** @type {string[]} */
     this.lastLines = []
     /** Set once this tool ends the process (or no longer needs it), so its exit is no fault. */
     this.expectedExit = false
     // Its own process group, so that it and anything it starts can be killed together.
-    this.child = spawn(command[0], command.slice(1), {
+    this.child = spawn(/** @type {string} */ (command[0]), command.slice(1), {
       env: { ...process.env, ...env },
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     this.pid = this.child.pid
     /** Set once the process is running: a command that cannot be spawned never is. */
+    /** @type {Promise<boolean>} */
     this.spawned = new Promise((resolve) => {
       this.child.once('spawn', () => resolve(true))
       this.child.once('error', () => resolve(false))
     })
     running.add(this)
+    /** @type {Promise<ProductExit>} */
     this.exit = new Promise((resolve) => {
       this.child.once('error', (e) => {
         running.delete(this)
@@ -216,6 +252,7 @@ class Product {
         resolve({ code, signal })
       })
     })
+    /** @type {ProductExit | undefined} */
     this.exited = undefined
     void this.exit.then((how) => {
       this.exited = how
@@ -231,14 +268,17 @@ class Product {
     }
   }
 
-  /** SIGTERM, then SIGKILL after `graceMs`, as the worker retires an instance. */
+  /** SIGTERM, then SIGKILL after `graceMs`, as the worker retires an instance.
+   *  @param {number} graceMs @returns {Promise<ProductExit>} */
   async stop(graceMs) {
     this.expectedExit = true
     if (this.exited) return this.exited
     signalGroup(this.pid, 'SIGTERM')
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
     let timer
+    /** @type {Promise<undefined>} */
     const late = new Promise((resolve) => {
-      timer = setTimeout(resolve, graceMs)
+      timer = setTimeout(() => resolve(undefined), graceMs)
     })
     const how = await Promise.race([this.exit, late])
     clearTimeout(timer)
@@ -247,6 +287,7 @@ class Product {
     return this.exit
   }
 
+  /** @returns {Promise<ProductExit>} */
   async kill() {
     this.expectedExit = true
     signalGroup(this.pid, 'SIGKILL')
@@ -256,14 +297,16 @@ class Product {
   /** How it ended, and its last output, for a failure message. */
   obituary() {
     const how = this.exited
-    if (this.pid === undefined) return `the ${this.role} could not be started (${how.error})`
-    const ended = how.error ? `failed (${how.error})` : how.signal ? `was killed by ${how.signal}` : `exited with code ${how.code}`
+    if (this.pid === undefined) return `the ${this.role} could not be started (${how?.error})`
+    const ended = how?.error ? `failed (${how.error})` : how?.signal ? `was killed by ${how.signal}` : `exited with code ${how?.code}`
     const tail = this.lastLines.length ? `; its last output:\n${this.lastLines.map((l) => `  ${this.role} │ ${l}`).join('\n')}` : '; it printed nothing'
     return `the ${this.role} (pid ${this.pid}) ${ended}${tail}`
   }
 }
 
+/** @param {number | undefined} pid @param {NodeJS.Signals} signal */
 function signalGroup(pid, signal) {
+  if (pid === undefined) return
   try {
     process.kill(-pid, signal)
   } catch {
@@ -273,28 +316,44 @@ function signalGroup(pid, signal) {
 
 // ── the run ──────────────────────────────────────────────────────────────────
 
+/** @param {string[]} argv @returns {Promise<number>} */
 async function main(argv) {
   let options
   try {
     options = parseOptions(argv)
-  } catch (e) {
-    if (!(e instanceof UsageError) && e?.code?.startsWith?.('ERR_PARSE_ARGS') !== true) throw e
+  } catch (caught) {
+    const e = /** @type {Error & { code?: unknown }} */ (caught)
+    if (!(e instanceof UsageError) && (typeof e?.code !== 'string' || !e.code.startsWith('ERR_PARSE_ARGS'))) throw e
     process.stderr.write(`ctl-migration: ${e.message}\n\n${USAGE}\n`)
     return EXIT.usage
   }
-  if (options.help) {
+  if ('help' in options) {
     process.stdout.write(`${USAGE}\n`)
     return EXIT.ok
   }
-  if (options.init !== undefined) return writeStarter(options.init)
+  if ('init' in options) return writeStarter(options.init)
 
   const view = createView({ json: options.json })
   const worker = await startTestWorker()
-  const run = { worker, view, options, source: undefined, unexpected: [], handovers: [], current: undefined, interrupted: undefined, finished: false }
+  /** @type {Run} */
+  const run = {
+    worker,
+    view,
+    options,
+    // Set by handOver before anything reads it.
+    source: /** @type {Product} */ (/** @type {unknown} */ (undefined)),
+    unexpected: [],
+    handovers: [],
+    current: undefined,
+    interrupted: undefined,
+    finished: false,
+  }
+  /** @param {number} graceMs */
   const cleanup = async (graceMs) => {
     await Promise.all([...running].map((p) => p.stop(graceMs)))
     await worker.close()
   }
+  /** @param {'SIGINT' | 'SIGTERM'} signal */
   const interrupt = (signal) => {
     // Everything is written: the exit is on its way.
     if (run.finished) return
@@ -319,7 +378,7 @@ async function main(argv) {
   process.on('SIGTERM', () => interrupt('SIGTERM'))
 
   if (options.seed !== undefined) view.event('ctl-migration', `chaos seed ${options.seed} (the same faults again: --seed ${options.seed})`)
-  let status
+  let status = EXIT.failed
   try {
     status = await handOver(run)
   } catch (e) {
@@ -332,10 +391,12 @@ async function main(argv) {
   return finish(run, status)
 }
 
-/** The report, the JUnit file, the summary and the JSON document, of whatever happened. */
+/** The report, the JUnit file, the summary and the JSON document, of whatever happened.
+ *  @param {Run} run @param {number} status */
 function finish(run, status) {
   const { options, view, worker } = run
   run.finished = true
+  /** @type {import('./document.mjs').RunDocument} */
   const document = {
     ok: status === EXIT.ok,
     ...(run.interrupted ? { interrupted: run.interrupted } : {}),
@@ -344,6 +405,7 @@ function finish(run, status) {
     violations: worker.violations.map(({ seq: _seq, ...v }) => v),
     ...(run.neverConnected ? { failure: run.neverConnected } : {}),
   }
+  /** @type {Array<[string | undefined, string, () => string]>} */
   const outputs = [
     [options.report, 'report', () => renderReport(document, options.command.join(' '))],
     [options.junit, 'JUnit file', () => renderJunit(document, options.command.join(' '))],
@@ -354,7 +416,7 @@ function finish(run, status) {
       writeFileSync(file, render())
       view.event('ctl-migration', `${what} written to ${file}`)
     } catch (e) {
-      view.failure(`could not write the ${what} to ${file}: ${e.message}`)
+      view.failure(`could not write the ${what} to ${file}: ${e instanceof Error ? e.message : String(e)}`)
       if (status === EXIT.ok) status = EXIT.failed
       document.ok = false
     }
@@ -365,6 +427,7 @@ function finish(run, status) {
   return status
 }
 
+/** @param {Run} run @returns {Promise<number>} */
 async function handOver(run) {
   const { worker, view, options } = run
   view.event('worker', `listening on ${worker.url}`)
@@ -404,11 +467,13 @@ async function handOver(run) {
   return failed ? EXIT.failed : EXIT.ok
 }
 
-/** The env of an instance, with the runtime id the infrastructure gives each one. */
+/** The env of an instance, with the runtime id the infrastructure gives each one.
+ *  @param {Env} env @param {string} role @returns {Env} */
 function instanceEnv(env, role) {
   return { ...env, NORSK_RUNTIME_ID: `${JOB_ID}-${role}` }
 }
 
+/** @param {Run} run @param {string} role @param {Env} env */
 function launch(run, role, env) {
   // Nothing starts once the run is being stopped: it would outlive the cleanup.
   if (run.interrupted) throw new Error(`interrupted by ${run.interrupted}: the ${role} is not started`)
@@ -426,28 +491,39 @@ function launch(run, role, env) {
   return product
 }
 
-/** One handover from the current source; records its result in `run.handovers`. */
+/** One handover from the current source; records its result in `run.handovers`.
+ *  @param {Run} run @param {HandoverFault[]} faults @param {string} [recoveryOf]
+ *  @returns {Promise<HandoverResult>} */
 async function handover(run, faults, recoveryOf) {
   const { worker, view, options } = run
   const migrationId = `handover-${run.handovers.length + 1}`
   const unexpectedBefore = run.unexpected.length
   const violationsBefore = worker.violations.length
+  /** @type {Product | undefined} */
   let target
   run.source.role = 'source'
   view.begin(migrationId, faults[0], recoveryOf)
+  /** @type {HandoverResult & { began: number }} */
   const result = { migrationId, ok: false, outcome: 'failed', steps: [], began: performance.now() }
   if (faults.length > 0) result.fault = faults[0]
   if (recoveryOf) result.recoveryOf = recoveryOf
   // Kept up to date as it goes, for an interrupt to report.
   run.current = result
+  /** @type {number | undefined} */
   let abortedAtMs
+  /** @param {import('../lib/testing.js').HandoverEvent} event */
   const onEvent = (event) => {
     view.handoverEvent(migrationId, event)
-    const { type: _type, ...record } = event
     // On the worker's clock, near enough for a handover an interrupt cuts short (record() has it exactly).
-    result.startedAtMs ??= event.atMs ?? event.startedAtMs
-    if (event.type === 'step') result.steps.push(record)
-    if (event.type === 'fault') (result.faults ??= []).push(record)
+    result.startedAtMs ??= 'atMs' in event ? event.atMs : event.startedAtMs
+    if (event.type === 'step') {
+      const { type: _type, ...step } = event
+      result.steps.push(step)
+    }
+    if (event.type === 'fault') {
+      const { type: _type, ...fault } = event
+      ;(result.faults ??= []).push(fault)
+    }
     if (event.type === 'aborted') abortedAtMs = event.atMs
   }
   let completed = false
@@ -460,12 +536,12 @@ async function handover(run, faults, recoveryOf) {
       abortAfter: options.abortAfter,
       faults,
       target: (env) => {
-        target = launch(run, 'target', instanceEnv(env, env.NORSK_WORKER_WS_URL.split('/').pop()))
+        target = launch(run, 'target', instanceEnv(env, env.NORSK_WORKER_WS_URL.split('/').pop() ?? 'target'))
       },
       killProduct: async (side) => {
         if (side === 'target') {
-          view.event('target', `SIGKILL (pid ${target.pid})`)
-          await target.kill()
+          view.event('target', `SIGKILL (pid ${target?.pid})`)
+          await target?.kill()
           return
         }
         view.event('source', `SIGKILL (pid ${run.source.pid}); starting it again, as a crashed instance is restarted`)
@@ -484,7 +560,7 @@ async function handover(run, faults, recoveryOf) {
       result.outcome = 'completed'
       result.ok = true
       const budget = options.maxCutoverMs
-      if (budget !== undefined && result.cutoverWindowMs > budget) {
+      if (budget !== undefined && result.cutoverWindowMs !== undefined && result.cutoverWindowMs > budget) {
         // The target is live (the migration completed), but not within the budget.
         result.ok = false
         result.outcome = 'over-budget'
@@ -511,7 +587,7 @@ async function handover(run, faults, recoveryOf) {
 
   // As the worker does: a completed handover retires the old source; an aborted or failed one
   // stops the target it launched, and the source carries on.
-  if (completed) {
+  if (completed && target) {
     const old = run.source
     // Its role changes when the next handover begins: output it wrote as the target may still
     // be on its way, and is labelled as the target's.
@@ -535,13 +611,15 @@ async function handover(run, faults, recoveryOf) {
   return result
 }
 
-/** SIGTERM, then SIGKILL after the grace, as the worker stops an instance. */
+/** SIGTERM, then SIGKILL after the grace, as the worker stops an instance.
+ *  @param {View} view @param {Product} product @param {string} what */
 async function stopProduct(view, product, what) {
   if (product.exited) return
   const how = await product.stop(RETIRE_GRACE_MS)
   view.event(product.role, `pid ${product.pid} ${what} (${how.signal ?? `exit ${how.code}`})`)
 }
 
+/** @param {HandoverResult} result @param {HandoverTimeline} timeline */
 function record(result, timeline) {
   result.startedAtMs = timeline.startedAtMs
   result.steps = timeline.steps.map(({ step, side, sent, received, startedAtMs, latencyMs, payload }) => ({
@@ -562,11 +640,14 @@ function record(result, timeline) {
   if (timeline.faults) result.faults = timeline.faults
 }
 
-/** After a faulted handover: no unexpected exit, no rule broken, and a clean handover succeeds. */
+/** After a faulted handover: no unexpected exit, no rule broken, and a clean handover succeeds.
+ *  @param {Run} run @param {HandoverResult} faulted */
 async function recover(run, faulted) {
   const problems = []
-  if (faulted.unexpectedExits.length > 0) problems.push(`${faulted.unexpectedExits.length} product process(es) exited unexpectedly`)
-  if (faulted.violations.length > 0) problems.push(`the worker's rules were broken: ${faulted.violations.map((v) => v.rule).join(', ')}`)
+  const exits = faulted.unexpectedExits ?? []
+  const violations = faulted.violations ?? []
+  if (exits.length > 0) problems.push(`${exits.length} product process(es) exited unexpectedly`)
+  if (violations.length > 0) problems.push(`the worker's rules were broken: ${violations.map((v) => v.rule).join(', ')}`)
   if (problems.length === 0) {
     const clean = await handover(run, [], faulted.migrationId)
     if (run.interrupted) return false

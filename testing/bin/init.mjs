@@ -6,14 +6,17 @@ import { basename, dirname, resolve } from 'node:path'
 
 const STARTER = new URL('./starter-product.mjs', import.meta.url)
 
-/** Writes the starter to `file` (never over an existing one); the exit status. */
+/** Writes the starter to `file` (never over an existing one); the exit status.
+ *  @param {string} file
+ *  @returns {number} */
 export function writeStarter(file) {
   const shown = /^[\w./-]+$/.test(file) ? file : `'${file.replaceAll("'", "'\\''")}'`
   const command = `npx ctl-migration handover -- node ${shown}`
   const text = readFileSync(STARTER, 'utf8').replace('node product.mjs', `node ${basename(shown)}`)
   try {
     writeFileSync(file, text, { flag: 'wx' })
-  } catch (e) {
+  } catch (caught) {
+    const e = /** @type {NodeJS.ErrnoException} */ (caught)
     const why = e.code === 'EEXIST' ? 'it exists, and init never writes over a file (give another name: ctl-migration init FILE)' : e.message
     process.stderr.write(`ctl-migration: cannot write ${file}: ${why}\n`)
     return 1

@@ -3,6 +3,7 @@
 // few fixed elements; a builder library would bring more code than it saves.
 import { missed } from './view.mjs'
 
+/** @param {import('./document.mjs').RunDocument} document @param {string} command */
 export function renderJunit(document, command) {
   const cases = document.handovers.map((h) => {
     const name = h.recoveryOf
@@ -32,23 +33,31 @@ ${cases.join('\n')}
 `
 }
 
+/** @param {string} type @param {string} message @param {string} [detail] */
 function failure(type, message, detail) {
   return `<failure type="${attr(type)}" message="${attr(message.split('\n')[0])}">${text([message, detail].filter(Boolean).join('\n'))}</failure>`
 }
 
+/** @param {number | undefined} ms */
 function seconds(ms) {
   return ((ms ?? 0) / 1000).toFixed(3)
 }
 
 // XML 1.0 cannot carry most control characters at all, even escaped.
 const INVALID = /[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]/g
+/** @type {Record<string, string>} */
+const TEXT_ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;' }
+/** @type {Record<string, string>} */
+const ATTR_ESCAPES = { '"': '&quot;', '\n': '&#10;', '\r': '&#13;', '\t': '&#9;' }
 
+/** @param {unknown} s */
 function text(s) {
   return String(s)
     .replace(INVALID, '\ufffd')
-    .replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c])
+    .replace(/[&<>]/g, (c) => TEXT_ESCAPES[c])
 }
 
+/** @param {unknown} s */
 function attr(s) {
-  return text(s).replace(/["\n\r\t]/g, (c) => ({ '"': '&quot;', '\n': '&#10;', '\r': '&#13;', '\t': '&#9;' })[c])
+  return text(s).replace(/["\n\r\t]/g, (c) => ATTR_ESCAPES[c])
 }

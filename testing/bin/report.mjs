@@ -7,6 +7,16 @@
 // the run's own axis. Text is only ever in the columns and the axis, never on the bars, so no two
 // pieces of text can overlap at any width.
 
+/** @typedef {import('./document.mjs').HandoverResult} HandoverResult */
+/** @typedef {import('../lib/testing.js').HandoverWait} HandoverWait */
+/** A time in ms to the chart's coordinates across. @typedef {(ms: number) => number} Scale */
+/**
+ * A row of a waterfall: its columns, and its bars (`y="Y"` is set to the row's).
+ * @typedef {{ at?: number, label: string, side: string, duration: string, className?: string, draw: (x: Scale) => string[] }} Row
+ */
+/** Drawn across every row of a waterfall. @typedef {(x: Scale, height: number) => string} Overlay */
+
+/** @type {Record<import('../lib/testing.js').HandoverStepName, string>} */
 const COLOURS = {
   propose: '#4e79a7',
   launch: '#9c755f',
@@ -20,6 +30,7 @@ const SPAN = 1000
 /** At most this many intervals on an axis: its labels keep apart in the narrowest chart. */
 const MAX_TICKS = 5
 
+/** @param {import('./document.mjs').RunDocument} document @param {string} command */
 export function renderReport(document, command) {
   const verdict = document.interrupted
     ? `interrupted by ${document.interrupted}`
@@ -80,10 +91,12 @@ ${document.handovers.map(handover).join('\n')}
 }
 
 /** The whole run: a row per handover on one axis, so their lengths compare. */
+/** @param {HandoverResult[]} handovers */
 function overview(handovers) {
   const starts = handovers.map(startOf)
   const start = Math.min(...starts)
   const end = Math.max(...handovers.map((h, i) => starts[i] + (h.totalMs ?? 0)))
+  /** @type {Row[]} */
   const rows = handovers.map((h, i) => ({
     label: `${h.migrationId}${h.fault ? ` ⚡ ${h.fault.kind}@${h.fault.step}` : h.recoveryOf ? ' (recovery check)' : ''}`,
     side: h.outcome,
@@ -99,9 +112,11 @@ function overview(handovers) {
   return `<h2>The run</h2>\n${waterfall('overview', 'handover', rows, start, end, [])}`
 }
 
+/** @param {HandoverResult} h */
 function handover(h) {
   const start = startOf(h)
   const end = start + (h.totalMs ?? 0)
+  /** @type {Row[]} */
   const rows = []
   for (const s of h.steps) {
     rows.push({
@@ -136,13 +151,14 @@ function handover(h) {
     })
   }
   if (h.aborted) {
+    const { atMs = end, afterStep, reason } = h.aborted
     rows.push({
-      at: h.aborted.atMs,
-      label: `✖ abort after ${h.aborted.afterStep}`,
+      at: atMs,
+      label: `✖ abort after ${afterStep}`,
       side: 'worker',
-      duration: `+${ms(h.aborted.atMs - start)}`,
+      duration: `+${ms(atMs - start)}`,
       className: 'abort-row',
-      draw: (x) => [mark(x(h.aborted.atMs), h.aborted.reason)],
+      draw: (x) => [mark(x(atMs), reason)],
     })
   } else if (h.outcome === 'interrupted') {
     rows.push({
@@ -154,39 +170,43 @@ function handover(h) {
       draw: (x) => [mark(x(end), 'interrupted')],
     })
   } else if (h.failure && h.outcome !== 'over-budget') {
+    const { step, message } = h.failure
     rows.push({
       at: end,
-      label: `✖ ${h.outcome} at ${h.failure.step}`,
+      label: `✖ ${h.outcome} at ${step}`,
       side: 'worker',
       duration: `+${ms(end - start)}`,
       className: 'abort-row',
-      draw: (x) => [mark(x(end), h.failure.message.split('\n')[0])],
+      draw: (x) => [mark(x(end), message.split('\n')[0])],
     })
   }
-  rows.sort((a, b) => a.at - b.at)
+  rows.sort((a, b) => (a.at ?? 0) - (b.at ?? 0))
 
   // Shading across the rows, and the fault lines where they struck.
+  /** @type {Overlay[]} */
   const overlays = []
   const ready = h.steps.find((s) => s.step === 'cutover-ready')
-  if (h.cutoverWindowMs !== undefined && ready) {
-    const windowEnd = ready.startedAtMs + h.cutoverWindowMs
+  const cutoverWindowMs = h.cutoverWindowMs
+  if (cutoverWindowMs !== undefined && ready) {
+    const windowEnd = ready.startedAtMs + cutoverWindowMs
     overlays.push(
       (x, height) =>
-        `<rect class="cutover-window" x="${x(ready.startedAtMs)}" y="0" width="${width(x(ready.startedAtMs), x(windowEnd), 2)}" height="${height}" fill="#ffd54f" opacity="0.35"><title>cutover window ${h.cutoverWindowMs.toFixed(2)} ms</title></rect>`,
+        `<rect class="cutover-window" x="${x(ready.startedAtMs)}" y="0" width="${width(x(ready.startedAtMs), x(windowEnd), 2)}" height="${height}" fill="#ffd54f" opacity="0.35"><title>cutover window ${cutoverWindowMs.toFixed(2)} ms</title></rect>`,
     )
     // The window zoomed: its own axis, from cutover-ready sent to target-applied received.
     const parts = h.steps.filter((s) => s.step === 'cutover-ready' || s.step === 'cutover-apply')
-    const zoom = (ms) => ((ms - ready.startedAtMs) / Math.max(h.cutoverWindowMs, 1e-6)) * SPAN
+    /** @type {Scale} */
+    const zoom = (ms) => ((ms - ready.startedAtMs) / Math.max(cutoverWindowMs, 1e-6)) * SPAN
     rows.push({
       label: 'cutover window, zoomed',
       side: '',
-      duration: ms(h.cutoverWindowMs),
+      duration: ms(cutoverWindowMs),
       className: 'zoom-row',
       draw: () => [
         `<rect x="0" y="Y" width="${SPAN}" height="${ROW_PX - 10}" fill="#ffd54f" opacity="0.35"/>`,
         ...parts.map(
           (s) =>
-            `<rect class="zoomed" data-step="${s.step}" x="${zoom(s.startedAtMs)}" y="Y" width="${width(zoom(s.startedAtMs), zoom(s.startedAtMs + s.latencyMs))}" height="${ROW_PX - 10}" fill="${COLOURS[s.step]}"><title>${escape(`${s.step} ${s.latencyMs.toFixed(2)} ms of the ${h.cutoverWindowMs.toFixed(2)} ms window`)}</title></rect>`,
+            `<rect class="zoomed" data-step="${s.step}" x="${zoom(s.startedAtMs)}" y="Y" width="${width(zoom(s.startedAtMs), zoom(s.startedAtMs + s.latencyMs))}" height="${ROW_PX - 10}" fill="${COLOURS[s.step]}"><title>${escape(`${s.step} ${s.latencyMs.toFixed(2)} ms of the ${cutoverWindowMs.toFixed(2)} ms window`)}</title></rect>`,
         ),
         ...(h.faults ?? []).filter((f) => f.struck && f.atMs >= ready.startedAtMs && f.atMs <= windowEnd).map((f) => mark(zoom(f.atMs), f.kind)),
       ],
@@ -215,9 +235,11 @@ ${waterfall('handover', 'step', rows, start, end, overlays)}${failure}${recovery
 </section>`
 }
 
-/** The grid: a header row (column names, the axis) and a row per entry, their bars in one SVG. */
+/** The grid: a header row (column names, the axis) and a row per entry, their bars in one SVG.
+ *  @param {string} svgClass @param {string} what @param {Row[]} rows @param {number} start @param {number} end @param {Overlay[]} overlays */
 function waterfall(svgClass, what, rows, start, end, overlays) {
   const { ticks, domainEnd } = axis(Math.max(end - start, 0))
+  /** @type {Scale} */
   const x = (ms) => ((ms - start) / Math.max(domainEnd, 1e-6)) * SPAN
   const height = rows.length * ROW_PX
   const cells = [
@@ -244,48 +266,61 @@ function waterfall(svgClass, what, rows, start, end, overlays) {
   return `<div class="waterfall">${cells.join('')}</div>`
 }
 
-/** Ticks at a round step, at most MAX_TICKS intervals; the domain ends on the last tick. */
+/** Ticks at a round step, at most MAX_TICKS intervals; the domain ends on the last tick.
+ *  @param {number} spanMs */
 function axis(spanMs) {
   const span = Math.max(spanMs, 0.001)
   const magnitude = 10 ** Math.floor(Math.log10(span / MAX_TICKS))
-  const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => Math.ceil(span / s - 1e-9) <= MAX_TICKS)
+  // 10 × magnitude always fits: span / (10 × magnitude) ≤ MAX_TICKS by the choice of magnitude.
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => Math.ceil(span / s - 1e-9) <= MAX_TICKS) ?? 10 * magnitude
   const intervals = Math.max(1, Math.ceil(span / step - 1e-9))
   return { ticks: Array.from({ length: intervals + 1 }, (_, i) => i * step), domainEnd: intervals * step }
 }
 
+/** @param {number} left @param {number} right @param {string} colour @param {string} title */
 function bar(left, right, colour, title) {
   return `<rect x="${left}" y="Y" width="${width(left, right)}" height="${ROW_PX - 10}" fill="${colour}"><title>${escape(title)}</title></rect>`
 }
 
+/** @param {number} left @param {number} right @param {HandoverWait} w */
 function waitBar(left, right, w) {
   const title = `waited ${w.latencyMs.toFixed(1)} ms for the ${w.side} ${w.waitingFor === 'return' ? 'to come back' : 'to answer'} at ${w.step}${w.timedOut ? ': it did not' : ''}`
   return `<rect class="wait" x="${left}" y="Y" width="${width(left, right)}" height="${ROW_PX - 10}" fill="#bbb" stroke="${w.timedOut ? '#d62728' : '#666'}" stroke-dasharray="4 2" vector-effect="non-scaling-stroke"><title>${escape(title)}</title></rect>`
 }
 
-/** A mark where something struck: a red bar the height of the row, a few pixels wide. */
+/** A mark where something struck: a red bar the height of the row, a few pixels wide.
+ *  @param {number} at @param {string} title */
 function mark(at, title) {
   return `<rect class="mark" x="${Math.min(Math.max(at - 2, 0), SPAN - 4)}" y="Y" width="4" height="${ROW_PX - 10}" fill="#d62728"><title>${escape(title)}</title></rect>`
 }
 
-/** A bar's width in chart units: never so thin that it disappears. */
+/** A bar's width in chart units: never so thin that it disappears.
+ *  @param {number} left @param {number} right */
 function width(left, right, min = 3) {
   return Math.max(right - left, min)
 }
 
+/** @param {HandoverResult} h */
 function startOf(h) {
   return h.startedAtMs ?? h.steps[0]?.startedAtMs ?? 0
 }
 
+/** @param {HandoverResult} h */
 function good(h) {
   return (h.ok || h.recovered === true) && h.outcome !== 'interrupted'
 }
 
+/** @param {number | undefined} value */
 function ms(value, tick = false) {
   if (value === undefined) return ''
   if (value >= 1000) return `${(value / 1000).toFixed(tick ? (value % 1000 === 0 ? 0 : 2) : 2)} s`
   return `${tick ? +value.toFixed(2) : value.toFixed(1)} ms`
 }
 
+/** @type {Record<string, string>} */
+const ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }
+
+/** @param {unknown} text */
 function escape(text) {
-  return String(text).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c])
+  return String(text).replace(/[&<>"]/g, (c) => ESCAPES[c])
 }

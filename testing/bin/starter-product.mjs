@@ -27,7 +27,7 @@ const migration = connectMigration({
   // Target: the source's state arrives. Adopt it first, then report ready: the worker tells the
   // source to stop output as soon as it hears this, so a target that reported ready before it
   // holds the state (in onConnected, say) could be told to take over without it.
-  onInitialState: (state) => {
+  onInitialState: (/** @type {{ next: number }} */ state) => {
     next = state.next
     migration.reportReady({ next })
   },
@@ -40,7 +40,7 @@ const migration = connectMigration({
   },
 
   // Target: take over from where the source stopped.
-  onCutoverApply: (stopped) => {
+  onCutoverApply: (/** @type {{ last: number }} */ stopped) => {
     next = stopped.last + 1
     live = true
     migration.reportApplied()

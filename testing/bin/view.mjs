@@ -8,19 +8,29 @@
 // with real newlines, so it is not used for the kept lines.)
 import { createLogUpdate } from 'log-update'
 
+/** @typedef {import('./document.mjs').HandoverResult} HandoverResult */
+/** @typedef {import('./document.mjs').RunDocument} RunDocument */
+/** @typedef {import('../lib/testing.js').HandoverStepName} HandoverStepName */
+/** @typedef {import('../lib/testing.js').HandoverEvent} HandoverEvent */
+/** @typedef {ReturnType<typeof createView>} View */
+
 const WHO_WIDTH = 12
 const STEP_WIDTH = 14
 const LIVE_REFRESH_MS = 100
 /** A payload in a line is cut to this many characters, with `…`; the JSON document has it all. */
 const PAYLOAD_CHARS = 60
 
+/** @param {{ json: boolean }} options */
 export function createView({ json }) {
   const stream = json ? process.stderr : process.stdout
   // A terminal that reports no width (a pty nobody sized) cannot have a live line fitted to it.
   const live = stream.isTTY && stream.columns > 0 ? createLogUpdate(stream) : undefined
+  /** @type {{ migrationId: string, step: HandoverStepName, waiting: string | undefined, since: number } | undefined} */
   let current
+  /** @type {ReturnType<typeof setInterval> | undefined} */
   let ticker
 
+  /** @param {string} text */
   function line(text) {
     if (!live) return void stream.write(`${text}\n`)
     live.clear()
@@ -36,6 +46,7 @@ export function createView({ json }) {
     live(cut(text, Math.max(1, (stream.columns ?? 80) - 1)))
   }
 
+  /** @param {string} migrationId @param {HandoverStepName} step @param {string} [waiting] */
   function show(migrationId, step, waiting) {
     current = { migrationId, step, waiting, since: performance.now() }
     if (live && !ticker) {
@@ -45,21 +56,27 @@ export function createView({ json }) {
     redraw()
   }
 
+  /** @param {string} who @param {string} text */
   const row = (who, text) => line(`${who.padEnd(WHO_WIDTH)} ${text}`)
 
   return {
     event: row,
+    /** @param {string} role @param {string} text */
     product(role, text) {
       line(`${role.padStart(7)} │ ${text}`)
     },
+    /** @param {string} text */
     failure(text) {
       row('ctl-migration', text)
     },
+    /** @param {string} migrationId @param {import('../lib/testing.js').HandoverFault | undefined} fault @param {string} [recoveryOf] */
     begin(migrationId, fault, recoveryOf) {
       const what = fault ? `with the fault ${fault.kind}@${fault.step}` : recoveryOf ? `the recovery check after ${recoveryOf}` : 'a clean handover'
       row(migrationId, `begins: ${what}`)
     },
+    /** @param {string} migrationId @param {HandoverEvent} e */
     handoverEvent(migrationId, e) {
+      /** @param {HandoverStepName} step @param {string} text */
       const at = (step, text) => row(migrationId, `${step.padEnd(STEP_WIDTH)} ${text}`)
       switch (e.type) {
         case 'step-started':
@@ -90,14 +107,16 @@ export function createView({ json }) {
           break
       }
     },
+    /** @param {HandoverResult} result */
     end(result) {
       current = undefined
       redraw()
       const window = result.cutoverWindowMs === undefined ? '' : `, cutover window ${result.cutoverWindowMs.toFixed(1)} ms`
-      if (result.ok && result.outcome === 'completed') row(result.migrationId, `completed in ${result.totalMs.toFixed(1)} ms${window}`)
-      else if (result.ok) row(result.migrationId, `aborted after '${result.aborted.afterStep}', as asked`)
-      else if (result.failure) row(result.migrationId, `${result.outcome} after ${result.totalMs.toFixed(1)} ms: ${result.failure.message}`)
+      if (result.ok && result.outcome === 'completed') row(result.migrationId, `completed in ${(result.totalMs ?? 0).toFixed(1)} ms${window}`)
+      else if (result.ok) row(result.migrationId, `aborted after '${result.aborted?.afterStep}', as asked`)
+      else if (result.failure) row(result.migrationId, `${result.outcome} after ${(result.totalMs ?? 0).toFixed(1)} ms: ${result.failure.message}`)
     },
+    /** @param {RunDocument} document */
     summary(document) {
       current = undefined
       redraw()
@@ -142,12 +161,14 @@ export function createView({ json }) {
   }
 }
 
-/** A faulted handover whose every fault had nothing to strike: in effect a clean one. */
+/** A faulted handover whose every fault had nothing to strike: in effect a clean one.
+ *  @param {HandoverResult} h */
 export function missed(h) {
   return h.faults !== undefined && h.faults.length > 0 && h.faults.every((f) => !f.struck)
 }
 
 /** A product's text with its control characters shown (␛[31m) rather than run on the terminal. */
+/** @param {string} text */
 export function visible(text) {
   return text.replace(/[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]/g, (c) => {
     const code = c.charCodeAt(0)
@@ -157,16 +178,19 @@ export function visible(text) {
   })
 }
 
-/** `text` cut to `width` characters, the last one `…` when cut. */
+/** `text` cut to `width` characters, the last one `…` when cut.
+ *  @param {string} text @param {number} width */
 function cut(text, width) {
   const chars = Array.from(text)
   return chars.length <= width ? text : `${chars.slice(0, Math.max(0, width - 1)).join('')}…`
 }
 
+/** @param {HandoverStepName} step */
 function frameOf(step) {
   return step === 'propose' ? 'get-state' : step
 }
 
+/** @param {import('../lib/testing.js').HandoverStep} step */
 function payloadText(step) {
   if (step.payload === undefined) return ''
   // JSON.stringify shows control characters as escapes: nothing in it reaches the terminal raw.

@@ -5,15 +5,15 @@
 // Everything here waits on the simulator's events, each wait bounded by a deadline timed on the
 // simulator's own thread (its `timer`), so a test's fake timers neither stop nor speed it.
 
+const { describe, payloadJson } = require('@norskvideo/ctl-migration/internal/addon')
 const { testingAddon } = require('./addon/testing.js')
+const { HANDOVER_STEPS, FAULT_KINDS } = require('./steps.js')
 
 const DEFAULT_JOB_ID = 'test-job'
 const DEFAULT_ROLE = 'main'
 const DEFAULT_TIMEOUT_MS = 5_000
 /** Restart, kill and close wait for every connection to end; a close waits up to ~1 s each. */
 const LIFECYCLE_TIMEOUT_MS = 10_000
-
-const HANDOVER_STEPS = ['propose', 'launch', 'initial-state', 'cutover-ready', 'cutover-apply']
 
 /** What runHandover needs of a worker beyond its public API, by worker. */
 const internals = new WeakMap()
@@ -70,7 +70,7 @@ async function startTestWorker(opts) {
       if (recorded) follow({ type: EVENT_TYPES[event.kind], record: recorded })
       if (strict && event.kind === 'Violation') reportStrictly(recorded)
     } catch (e) {
-      process.emitWarning(`test worker: cannot record an event: ${describe(e)}`)
+      process.emitWarning(`test worker: cannot record an event: ${printed(e)}`)
     }
     for (const waiter of [...waiters]) waiter.poll()
   })
@@ -488,9 +488,6 @@ class HandoverError extends Error {
   }
 }
 
-/** What a fault does; `drop-*` and `restart-worker` are the worker's, `kill-*` the caller's. */
-const FAULT_KINDS = ['drop-source', 'drop-target', 'restart-worker', 'kill-source', 'kill-target']
-
 async function runHandover(opts) {
   const {
     worker,
@@ -531,7 +528,7 @@ async function runHandover(opts) {
     try {
       onEvent?.(event)
     } catch (e) {
-      process.emitWarning(`runHandover: onEvent threw: ${describe(e)}`)
+      process.emitWarning(`runHandover: onEvent threw: ${printed(e)}`)
     }
   }
 
@@ -635,7 +632,7 @@ async function runHandover(opts) {
     try {
       ;[delivery] = kit.send(type, migrationId, body, sides[side].instance)
     } catch (e) {
-      throw fail(step, 'closed', `could not send '${type}' to the ${side}: ${describe(e)}`)
+      throw fail(step, 'closed', `could not send '${type}' to the ${side}: ${printed(e)}`)
     }
     sides[side].connection = delivery.connection
   }
@@ -673,7 +670,7 @@ async function runHandover(opts) {
         else await killProduct(side)
       } catch (e) {
         record.struck = false
-        record.detail = e instanceof Error ? e.message : describe(e)
+        record.detail = e instanceof Error ? e.message : printed(e)
       }
       timeline.faults.push(record)
       emit({ type: 'fault', ...record })
@@ -715,7 +712,7 @@ async function runHandover(opts) {
   try {
     await target(targetEnv)
   } catch (e) {
-    throw fail('launch', 'threw', `the target launcher threw: ${describe(e)}`)
+    throw fail('launch', 'threw', `the target launcher threw: ${printed(e)}`)
   }
   let from = since
   let launched
@@ -818,21 +815,15 @@ function trouble(outcome, who) {
   return `${who} aborted: ${JSON.stringify(outcome.aborted.frame.reason)}`
 }
 
-function payloadJson(payload) {
-  return JSON.stringify(payload) ?? 'null'
-}
-
 /** A Uint8Array (a Buffer too) from any realm: a test runner's sandbox has its own globals. */
 function isUint8Array(value) {
   return ArrayBuffer.isView(value) && Object.prototype.toString.call(value) === '[object Uint8Array]'
 }
 
-function describe(e) {
-  try {
-    return String(e)
-  } catch {
-    return 'a value that cannot be printed'
-  }
+/** Anything thrown, as text.
+ *  @param {unknown} e */
+function printed(e) {
+  return describe(e) ?? 'a value that cannot be printed'
 }
 
 module.exports = { startTestWorker, runHandover, HandoverError, ViolationError }

@@ -57,16 +57,7 @@ export function figure(name: string, value: unknown): void {
   }
 }
 
-/** A seeded PRNG (mulberry32), so a failing random run can be replayed with FAULTS_SEED. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** A seeded PRNG, so a failing random run can be replayed with FAULTS_SEED: the kit's own. */
+export { seededRandom as rng } from '../../../testing/lib/steps.js'
 
 export const SEED = Number(process.env.FAULTS_SEED ?? Math.floor(Math.random() * 2 ** 31))

@@ -24,22 +24,25 @@ function load() {
   const platform = hostPlatform()
   const file = `ctl-migration-testing.${platform}.node`
   const fromKit = kitRequire()
+  /** @type {Error[]} */
   const failures = []
   for (const candidate of [`./${file}`, `${PACKAGE}-${platform}/${file}`]) {
     try {
       return fromKit(candidate)
     } catch (error) {
-      failures.push(error)
+      failures.push(/** @type {Error} */ (error))
     }
   }
   const found = failedLoads(failures.map((e) => String(e && e.message)))
-  const error = new Error(
+  const error = /** @type {Error & { code?: string }} */ (
+    new Error(
     `${PACKAGE} needs the native addon, and ${
       found.length > 0
         ? `its binary for ${platform} (${runtimeName()}) did not load: ${found.join('; ')}`
         : `it is not installed for ${platform} (${runtimeName()}): it comes in the optional dependency ` +
           `${PACKAGE}-${platform}, which an install with --omit=optional leaves out`
     }. The client itself works without it (on its WebAssembly build); the kit does not.`,
+    )
   )
   error.code = 'ERR_CTL_MIGRATION_NO_BINARY'
   error.cause = failures[failures.length - 1]
