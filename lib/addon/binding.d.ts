@@ -88,26 +88,21 @@ export interface ClientOptions {
 
 /** A handler on the product's handlers object, by its name there. */
 export declare const enum Handler {
+  Connected = 'onConnected',
   GetState = 'onGetState',
   InitialState = 'onInitialState',
   CutoverReady = 'onCutoverReady',
   CutoverApply = 'onCutoverApply',
   Abort = 'onAbort',
-  Connected = 'onConnected',
 }
 
 /**
- * One thing the glue must do, in order. A handler call carries `handler`, which the glue
- * hands back to `settle` when the handler ends.
+ * One thing the glue must do, in order. A `Call` carries `handler`, which the glue hands back
+ * to `settle` when the handler ends.
  */
 export type JsAction =
   | { kind: 'Log'; line: string }
-  | { kind: 'GetState'; handler: Handler; migrationId: string }
-  | { kind: 'InitialState'; handler: Handler; payload: string; migrationId: string }
-  | { kind: 'CutoverReady'; handler: Handler; payload: string; migrationId: string }
-  | { kind: 'CutoverApply'; handler: Handler; payload: string; migrationId: string }
-  | { kind: 'Abort'; handler: Handler; reason: string; migrationId: string }
-  | { kind: 'Connected'; handler: Handler; role: string; migrationId?: string }
+  | { kind: 'Call'; handler: Handler; migrationId?: string; payload?: string; reason?: string; role?: string }
   | { kind: 'TooLarge'; message: string }
   | { kind: 'Open' }
   | { kind: 'Send'; text: string; pingAfter?: number }

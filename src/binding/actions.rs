@@ -7,36 +7,46 @@ use ctl_migration_core::protocol::{
 };
 use napi_derive::napi;
 
-/// A handler on the product's handlers object, by its name there.
-#[napi(string_enum)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handler {
-    #[napi(value = "onGetState")]
-    GetState,
-    #[napi(value = "onInitialState")]
-    InitialState,
-    #[napi(value = "onCutoverReady")]
-    CutoverReady,
-    #[napi(value = "onCutoverApply")]
-    CutoverApply,
-    #[napi(value = "onAbort")]
-    Abort,
-    #[napi(value = "onConnected")]
-    Connected,
+/// The napi enum of the core's handlers, each by its name on the handlers object: napi's
+/// `string_enum` wants literal names, which the core's table hands over.
+macro_rules! handler_enum {
+    ($($variant:ident = $name:tt,)+) => {
+        /// A handler on the product's handlers object, by its name there.
+        #[napi(string_enum)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Handler {
+            $(#[napi(value = $name)] $variant,)+
+        }
+
+        impl From<HandlerKind> for Handler {
+            fn from(kind: HandlerKind) -> Self {
+                match kind {
+                    $(HandlerKind::$variant => Handler::$variant,)+
+                }
+            }
+        }
+
+        #[cfg(test)]
+        impl Handler {
+            /// The value napi gives JavaScript: the same token as its `#[napi(value)]`.
+            fn napi_value(self) -> &'static str {
+                match self {
+                    $(Handler::$variant => $name,)+
+                }
+            }
+        }
+
+        impl From<Handler> for HandlerKind {
+            fn from(handler: Handler) -> Self {
+                match handler {
+                    $(Handler::$variant => HandlerKind::$variant,)+
+                }
+            }
+        }
+    };
 }
 
-impl From<HandlerKind> for Handler {
-    fn from(kind: HandlerKind) -> Self {
-        match kind {
-            HandlerKind::GetState => Handler::GetState,
-            HandlerKind::InitialState => Handler::InitialState,
-            HandlerKind::CutoverReady => Handler::CutoverReady,
-            HandlerKind::CutoverApply => Handler::CutoverApply,
-            HandlerKind::Abort => Handler::Abort,
-            HandlerKind::Connected => Handler::Connected,
-        }
-    }
-}
+ctl_migration_core::with_handlers!(handler_enum);
 
 /// How a handler the glue called ended. `onGetState` ends in any of these but `Done`; the
 /// others in `Done`, `Missing` or `Threw`.
@@ -66,23 +76,17 @@ impl Settled {
     /// `self` for `handler`, as the core takes it; an error names an ending the handler cannot
     /// have (a value from a handler that is not `onGetState`).
     pub fn for_handler(self, handler: Handler) -> Result<Ended, String> {
-        let kind = match handler {
-            Handler::GetState => {
-                return Ok(Ended::State(match self {
-                    Settled::Missing => StateOutcome::Missing,
-                    Settled::Threw { printed } => StateOutcome::Threw(printed),
-                    Settled::Value { json } => StateOutcome::Value(json),
-                    Settled::NotJson { why } => StateOutcome::NotJson(why),
-                    Settled::Refused { reason } => StateOutcome::Refused(reason),
-                    Settled::Done => return Err("onGetState ends with an answer".to_owned()),
-                }))
-            }
-            Handler::InitialState => HandlerKind::InitialState,
-            Handler::CutoverReady => HandlerKind::CutoverReady,
-            Handler::CutoverApply => HandlerKind::CutoverApply,
-            Handler::Abort => HandlerKind::Abort,
-            Handler::Connected => HandlerKind::Connected,
-        };
+        let kind = HandlerKind::from(handler);
+        if kind == HandlerKind::GetState {
+            return Ok(Ended::State(match self {
+                Settled::Missing => StateOutcome::Missing,
+                Settled::Threw { printed } => StateOutcome::Threw(printed),
+                Settled::Value { json } => StateOutcome::Value(json),
+                Settled::NotJson { why } => StateOutcome::NotJson(why),
+                Settled::Refused { reason } => StateOutcome::Refused(reason),
+                Settled::Done => return Err("onGetState ends with an answer".to_owned()),
+            }));
+        }
         let outcome = match self {
             Settled::Missing => HandlerOutcome::Missing,
             Settled::Done => HandlerOutcome::Done,
@@ -97,41 +101,21 @@ impl Settled {
     }
 }
 
-/// One thing the glue must do, in order. A handler call carries `handler`, which the glue
-/// hands back to `settle` when the handler ends.
+/// One thing the glue must do, in order. A `Call` carries `handler`, which the glue hands back
+/// to `settle` when the handler ends.
 #[napi(discriminant = "kind")]
 pub enum JsAction {
     Log {
         line: String,
     },
-    GetState {
+    /// Call `handler` on the product's handlers object with `payload` (JSON text, parsed),
+    /// `reason` or `role`, whichever there is, then `migration_id`.
+    Call {
         handler: Handler,
-        migration_id: String,
-    },
-    InitialState {
-        handler: Handler,
-        payload: String,
-        migration_id: String,
-    },
-    CutoverReady {
-        handler: Handler,
-        payload: String,
-        migration_id: String,
-    },
-    CutoverApply {
-        handler: Handler,
-        payload: String,
-        migration_id: String,
-    },
-    Abort {
-        handler: Handler,
-        reason: String,
-        migration_id: String,
-    },
-    Connected {
-        handler: Handler,
-        role: String,
         migration_id: Option<String>,
+        payload: Option<String>,
+        reason: Option<String>,
+        role: Option<String>,
     },
     /// A report was over the frame cap; nothing was sent. The glue throws `message` as a
     /// RangeError.
@@ -209,49 +193,12 @@ pub fn to_js(action: Action) -> Option<JsAction> {
 }
 
 fn call_to_js(call: Call) -> JsAction {
-    let handler = Handler::from(call.handler());
-    match call {
-        Call::GetState { migration_id } => JsAction::GetState {
-            handler,
-            migration_id,
-        },
-        Call::InitialState {
-            payload,
-            migration_id,
-        } => JsAction::InitialState {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::CutoverReady {
-            payload,
-            migration_id,
-        } => JsAction::CutoverReady {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::CutoverApply {
-            payload,
-            migration_id,
-        } => JsAction::CutoverApply {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::Abort {
-            reason,
-            migration_id,
-        } => JsAction::Abort {
-            handler,
-            reason,
-            migration_id,
-        },
-        Call::Connected { role, migration_id } => JsAction::Connected {
-            handler,
-            role: role.as_str().to_owned(),
-            migration_id,
-        },
+    JsAction::Call {
+        handler: Handler::from(call.handler),
+        migration_id: call.migration_id,
+        payload: call.payload,
+        reason: call.reason,
+        role: call.role.map(|r| r.as_str().to_owned()),
     }
 }
 
@@ -324,5 +271,20 @@ fn note_to_js(note: Note) -> JsAction {
                 _ => None,
             },
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// napi's value for each handler is the core's name for it, and back.
+    #[test]
+    fn each_handler_crosses_by_the_cores_name() {
+        for kind in HandlerKind::ALL {
+            let handler = Handler::from(*kind);
+            assert_eq!(handler.napi_value(), kind.name());
+            assert_eq!(HandlerKind::from(handler), *kind);
+        }
     }
 }

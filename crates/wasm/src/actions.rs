@@ -3,20 +3,8 @@
 //! out and `lib/addon/binding.d.ts` types as `JsAction`. Written straight from the core's
 //! [`Action`]s into the module's output buffer, borrowing their text.
 
-use ctl_migration_core::protocol::{Action, Call, HandlerKind, Note, ReportOutcome};
+use ctl_migration_core::protocol::{Action, Call, Note, ReportOutcome, Role};
 use serde::Serialize;
-
-/// A handler's name on the product's handlers object, which the glue hands back to `settle`.
-pub fn handler_name(kind: HandlerKind) -> &'static str {
-    match kind {
-        HandlerKind::GetState => "onGetState",
-        HandlerKind::InitialState => "onInitialState",
-        HandlerKind::CutoverReady => "onCutoverReady",
-        HandlerKind::CutoverApply => "onCutoverApply",
-        HandlerKind::Abort => "onAbort",
-        HandlerKind::Connected => "onConnected",
-    }
-}
 
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all_fields = "camelCase")]
@@ -24,35 +12,18 @@ pub enum JsAction<'a> {
     Log {
         line: &'a str,
     },
-    GetState {
+    /// Call `handler` (its name on the handlers object, handed back to `settle`) with
+    /// `payload` (JSON text, parsed), `reason` or `role`, whichever there is, then the migration.
+    Call {
         handler: &'static str,
-        migration_id: &'a str,
-    },
-    InitialState {
-        handler: &'static str,
-        payload: &'a str,
-        migration_id: &'a str,
-    },
-    CutoverReady {
-        handler: &'static str,
-        payload: &'a str,
-        migration_id: &'a str,
-    },
-    CutoverApply {
-        handler: &'static str,
-        payload: &'a str,
-        migration_id: &'a str,
-    },
-    Abort {
-        handler: &'static str,
-        reason: &'a str,
-        migration_id: &'a str,
-    },
-    Connected {
-        handler: &'static str,
-        role: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        payload: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        role: Option<&'static str>,
     },
     /// A report was over the frame cap; nothing was sent. The glue throws it as a RangeError.
     TooLarge {
@@ -131,49 +102,12 @@ pub fn to_js(action: &Action) -> Option<JsAction<'_>> {
 }
 
 fn call_to_js(call: &Call) -> JsAction<'_> {
-    let handler = handler_name(call.handler());
-    match call {
-        Call::GetState { migration_id } => JsAction::GetState {
-            handler,
-            migration_id,
-        },
-        Call::InitialState {
-            payload,
-            migration_id,
-        } => JsAction::InitialState {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::CutoverReady {
-            payload,
-            migration_id,
-        } => JsAction::CutoverReady {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::CutoverApply {
-            payload,
-            migration_id,
-        } => JsAction::CutoverApply {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::Abort {
-            reason,
-            migration_id,
-        } => JsAction::Abort {
-            handler,
-            reason,
-            migration_id,
-        },
-        Call::Connected { role, migration_id } => JsAction::Connected {
-            handler,
-            role: role.as_str(),
-            migration_id: migration_id.as_deref(),
-        },
+    JsAction::Call {
+        handler: call.handler.name(),
+        migration_id: call.migration_id.as_deref(),
+        payload: call.payload.as_deref(),
+        reason: call.reason.as_deref(),
+        role: call.role.map(Role::as_str),
     }
 }
 
@@ -261,15 +195,19 @@ mod tests {
     #[test]
     fn the_json_has_the_objects_shape() {
         let actions = [
-            JsAction::CutoverReady {
+            JsAction::Call {
                 handler: "onCutoverReady",
-                payload: "{\"a\":[1]}",
-                migration_id: "m\"1",
+                migration_id: Some("m\"1"),
+                payload: Some("{\"a\":[1]}"),
+                reason: None,
+                role: None,
             },
-            JsAction::Connected {
+            JsAction::Call {
                 handler: "onConnected",
-                role: "source",
                 migration_id: None,
+                payload: None,
+                reason: None,
+                role: Some("source"),
             },
             JsAction::Open,
             JsAction::SetTimer { delay_ms: None },
@@ -282,8 +220,8 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).ok().as_deref(),
             Some(concat!(
-                r#"[{"kind":"CutoverReady","handler":"onCutoverReady","payload":"{\"a\":[1]}","migrationId":"m\"1"},"#,
-                r#"{"kind":"Connected","handler":"onConnected","role":"source"},"#,
+                r#"[{"kind":"Call","handler":"onCutoverReady","migrationId":"m\"1","payload":"{\"a\":[1]}"},"#,
+                r#"{"kind":"Call","handler":"onConnected","role":"source"},"#,
                 r#"{"kind":"Open"},{"kind":"SetTimer"},{"kind":"SetTimer","delayMs":1.5}]"#
             ))
         );

@@ -468,30 +468,3 @@ fn unsent_at_end(core: &mut Protocol, buffered_amount: f64) {
         core.on_unsent_at_end(buffered_amount as u64);
     }
 }
-
-/// A handler by its number: its place in `HandlerKind::ALL`, which the glue keeps by name.
-pub fn handler_kind(n: u32) -> Option<HandlerKind> {
-    HandlerKind::ALL.get(n as usize).copied()
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::actions::handler_name;
-    use ctl_migration_core::protocol::HandlerKind;
-
-    /// lib/addon/wasm.js numbers the handlers in this order.
-    #[test]
-    fn the_glue_numbers_the_handlers_in_the_cores_order() {
-        assert_eq!(
-            HandlerKind::ALL.map(handler_name),
-            [
-                "onGetState",
-                "onInitialState",
-                "onCutoverReady",
-                "onCutoverApply",
-                "onAbort",
-                "onConnected"
-            ]
-        );
-    }
-}
