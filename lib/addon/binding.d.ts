@@ -86,6 +86,36 @@ export interface ClientOptions {
   connectTimeoutMs: number
 }
 
+/** What a `Connection` action tells of the client's connection. */
+export declare const enum ConnectionEvent {
+  Connecting = 'connecting',
+  Connected = 'connected',
+  Disconnected = 'disconnected',
+  Closed = 'closed',
+}
+
+/** Which way a frame went. */
+export declare const enum Direction {
+  In = 'in',
+  Out = 'out',
+}
+
+/** A frame's `type` on the wire. */
+export declare const enum FrameType {
+  Hello = 'hello',
+  State = 'state',
+  StateRefused = 'state-refused',
+  TargetReady = 'target-ready',
+  SourceStoppedOutput = 'source-stopped-output',
+  TargetApplied = 'target-applied',
+  HelloAck = 'hello-ack',
+  GetState = 'get-state',
+  InitialState = 'initial-state',
+  CutoverReady = 'cutover-ready',
+  CutoverApply = 'cutover-apply',
+  Abort = 'abort',
+}
+
 /** A handler on the product's handlers object, by its name there. */
 export declare const enum Handler {
   Connected = 'onConnected',
@@ -102,15 +132,15 @@ export declare const enum Handler {
  */
 export type JsAction =
   | { kind: 'Log'; line: string }
-  | { kind: 'Call'; handler: Handler; migrationId?: string; payload?: string; reason?: string; role?: string }
+  | { kind: 'Call'; handler: Handler; migrationId?: string; payload?: string; reason?: string; role?: Role }
   | { kind: 'TooLarge'; message: string }
   | { kind: 'Open' }
   | { kind: 'Send'; text: string; pingAfter?: number }
   | { kind: 'Close'; code?: number; reason?: string }
   | { kind: 'SetTimer'; delayMs?: number }
-  | { kind: 'Connection'; event: string; attempt: number; role?: string; migrationId?: string; code?: number; reason?: string; retryInMs?: number }
-  | { kind: 'Frame'; direction: string; frameType: string; migrationId?: string; bytes: number }
-  | { kind: 'Report'; reportType: string; outcome: string; migrationId?: string; reason?: string }
+  | { kind: 'Connection'; event: ConnectionEvent; attempt: number; role?: Role; migrationId?: string; code?: number; reason?: string; retryInMs?: number }
+  | { kind: 'Frame'; direction: Direction; frameType: FrameType; migrationId?: string; bytes: number }
+  | { kind: 'Report'; reportType: FrameType; outcome: Outcome; migrationId?: string; reason?: string }
 
 /** `reportApplied`'s summary, already checked by the glue. */
 export interface JsAppliedSummary {
@@ -122,6 +152,21 @@ export interface JsAppliedSummary {
 export interface JsFailedPart {
   id: string
   reason: string
+}
+
+/** What became of a report or an answer to the propose; `dropped` comes with its reason. */
+export declare const enum Outcome {
+  Sent = 'sent',
+  Confirmed = 'confirmed',
+  Held = 'held',
+  Superseded = 'superseded',
+  Dropped = 'dropped',
+}
+
+/** Which side of the handover the client is. */
+export declare const enum Role {
+  Source = 'source',
+  Target = 'target',
 }
 
 /**

@@ -3,8 +3,10 @@
 //! [`Settled`], how a handler ended.
 
 use ctl_migration_core::protocol::{
-    Action, Call, HandlerKind, HandlerOutcome, Note, ReportOutcome, Role, StateOutcome,
+    Action, Call, Direction as CoreDirection, HandlerKind, HandlerOutcome, Note, ReportOutcome,
+    Role as CoreRole, StateOutcome,
 };
+use ctl_migration_core::FrameType as CoreFrameType;
 use napi_derive::napi;
 
 /// The napi enum of the core's handlers, each by its name on the handlers object: napi's
@@ -47,6 +49,109 @@ macro_rules! handler_enum {
 }
 
 ctl_migration_core::with_handlers!(handler_enum);
+
+/// A napi `string_enum` for one of the core's closed sets, each value the core's own string (a
+/// unit test holds them to it), so that `binding.d.ts` names the set and not `string`.
+macro_rules! string_enum {
+    ($doc:tt $name:ident from $core:ident { $($variant:ident = $value:tt,)+ }) => {
+        #[doc = $doc]
+        #[napi(string_enum)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $(#[napi(value = $value)] $variant,)+
+        }
+
+        #[cfg(test)]
+        impl $name {
+            /// The value napi gives JavaScript: the same token as its `#[napi(value)]`.
+            fn napi_value(self) -> &'static str {
+                match self {
+                    $($name::$variant => $value,)+
+                }
+            }
+        }
+
+        impl From<$core> for $name {
+            fn from(core: $core) -> Self {
+                match core {
+                    $($core::$variant { .. } => $name::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+string_enum! {
+    "Which side of the handover the client is."
+    Role from CoreRole { Source = "source", Target = "target", }
+}
+
+string_enum! {
+    "Which way a frame went."
+    Direction from CoreDirection { In = "in", Out = "out", }
+}
+
+string_enum! {
+    "What became of a report or an answer to the propose; `dropped` comes with its reason."
+    Outcome from ReportOutcome {
+        Sent = "sent",
+        Confirmed = "confirmed",
+        Held = "held",
+        Superseded = "superseded",
+        Dropped = "dropped",
+    }
+}
+
+/// What a `Connection` action tells of the client's connection.
+#[napi(string_enum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionEvent {
+    #[napi(value = "connecting")]
+    Connecting,
+    #[napi(value = "connected")]
+    Connected,
+    #[napi(value = "disconnected")]
+    Disconnected,
+    #[napi(value = "closed")]
+    Closed,
+}
+
+/// The napi enum of the core's frame types, by their `type` on the wire.
+macro_rules! frame_type_enum {
+    ($($variant:ident = $wire:tt,)+) => {
+        /// A frame's `type` on the wire.
+        #[napi(string_enum)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum FrameType {
+            $(#[napi(value = $wire)] $variant,)+
+        }
+
+        #[cfg(test)]
+        impl FrameType {
+            fn napi_value(self) -> &'static str {
+                match self {
+                    $(FrameType::$variant => $wire,)+
+                }
+            }
+        }
+
+        impl From<CoreFrameType> for FrameType {
+            fn from(core: CoreFrameType) -> Self {
+                match core {
+                    $(CoreFrameType::$variant => FrameType::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+ctl_migration_core::with_frame_types!(frame_type_enum);
+
+/// A note's frame type: always one of the table's, since the core notes only frames it parsed
+/// or wrote itself.
+fn frame_type(type_name: &str) -> Option<FrameType> {
+    CoreFrameType::parse(type_name).map(FrameType::from)
+}
 
 /// How a handler the glue called ended. `onGetState` ends in any of these but `Done`; the
 /// others in `Done`, `Missing` or `Threw`.
@@ -115,7 +220,7 @@ pub enum JsAction {
         migration_id: Option<String>,
         payload: Option<String>,
         reason: Option<String>,
-        role: Option<String>,
+        role: Option<Role>,
     },
     /// A report was over the frame cap; nothing was sent. The glue throws `message` as a
     /// RangeError.
@@ -143,26 +248,25 @@ pub enum JsAction {
     },
     /// For `ctl-migration:connection`: `connecting`, `connected`, `disconnected` or `closed`.
     Connection {
-        event: String,
+        event: ConnectionEvent,
         attempt: u32,
-        role: Option<String>,
+        role: Option<Role>,
         migration_id: Option<String>,
         code: Option<u32>,
         reason: Option<String>,
         retry_in_ms: Option<f64>,
     },
-    /// For `ctl-migration:frame`: `direction` is `in` or `out`.
+    /// For `ctl-migration:frame`.
     Frame {
-        direction: String,
-        frame_type: String,
+        direction: Direction,
+        frame_type: FrameType,
         migration_id: Option<String>,
         bytes: u32,
     },
-    /// For `ctl-migration:report`: `outcome` is `sent`, `held`, `superseded` or `dropped`
-    /// (with `reason`).
+    /// For `ctl-migration:report`: a `dropped` outcome comes with its `reason`.
     Report {
-        report_type: String,
-        outcome: String,
+        report_type: FrameType,
+        outcome: Outcome,
         migration_id: Option<String>,
         reason: Option<String>,
     },
@@ -188,7 +292,7 @@ pub fn to_js(action: Action) -> Option<JsAction> {
             reason: reason.map(str::to_owned),
         },
         Action::Ping(_) => return None,
-        Action::Note(note) => note_to_js(note),
+        Action::Note(note) => return note_to_js(note),
     })
 }
 
@@ -198,15 +302,15 @@ fn call_to_js(call: Call) -> JsAction {
         migration_id: call.migration_id,
         payload: call.payload,
         reason: call.reason,
-        role: call.role.map(|r| r.as_str().to_owned()),
+        role: call.role.map(Role::from),
     }
 }
 
 /// A `Connection` action; only `connected` and `disconnected` say more than the attempt.
 fn connection(
-    event: &str,
+    event: ConnectionEvent,
     attempt: u32,
-    role: Option<Role>,
+    role: Option<CoreRole>,
     migration_id: Option<String>,
     closed: Option<(Option<u16>, String, Option<f64>)>,
 ) -> JsAction {
@@ -215,9 +319,9 @@ fn connection(
         None => (None, None, None),
     };
     JsAction::Connection {
-        event: event.to_owned(),
+        event,
         attempt,
-        role: role.map(|r| r.as_str().to_owned()),
+        role: role.map(Role::from),
         migration_id,
         code,
         reason,
@@ -225,14 +329,22 @@ fn connection(
     }
 }
 
-fn note_to_js(note: Note) -> JsAction {
-    match note {
-        Note::Connecting { attempt } => connection("connecting", attempt, None, None, None),
+fn note_to_js(note: Note) -> Option<JsAction> {
+    Some(match note {
+        Note::Connecting { attempt } => {
+            connection(ConnectionEvent::Connecting, attempt, None, None, None)
+        }
         Note::Connected {
             attempt,
             role,
             migration_id,
-        } => connection("connected", attempt, Some(role), migration_id, None),
+        } => connection(
+            ConnectionEvent::Connected,
+            attempt,
+            Some(role),
+            migration_id,
+            None,
+        ),
         Note::Disconnected {
             attempt,
             code,
@@ -240,21 +352,21 @@ fn note_to_js(note: Note) -> JsAction {
             retry_in_ms,
             migration_id,
         } => connection(
-            "disconnected",
+            ConnectionEvent::Disconnected,
             attempt,
             None,
             migration_id,
             Some((code, reason, retry_in_ms)),
         ),
-        Note::Closed { attempt } => connection("closed", attempt, None, None, None),
+        Note::Closed { attempt } => connection(ConnectionEvent::Closed, attempt, None, None, None),
         Note::Frame {
             direction,
             type_name,
             migration_id,
             bytes,
         } => JsAction::Frame {
-            direction: direction.as_str().to_owned(),
-            frame_type: type_name.to_owned(),
+            direction: Direction::from(direction),
+            frame_type: frame_type(type_name)?,
             migration_id,
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
         },
@@ -263,15 +375,15 @@ fn note_to_js(note: Note) -> JsAction {
             outcome,
             migration_id,
         } => JsAction::Report {
-            report_type: type_name.to_owned(),
-            outcome: outcome.as_str().to_owned(),
+            report_type: frame_type(type_name)?,
+            outcome: Outcome::from(outcome),
             migration_id,
             reason: match outcome {
                 ReportOutcome::Dropped(reason) => Some(reason.to_owned()),
                 _ => None,
             },
         },
-    }
+    })
 }
 
 #[cfg(test)]
@@ -285,6 +397,33 @@ mod tests {
             let handler = Handler::from(*kind);
             assert_eq!(handler.napi_value(), kind.name());
             assert_eq!(HandlerKind::from(handler), *kind);
+        }
+    }
+
+    /// Each closed set crosses with the core's strings, which the WebAssembly build's JSON
+    /// carries too.
+    #[test]
+    fn each_closed_set_crosses_by_the_cores_strings() {
+        for role in [CoreRole::Source, CoreRole::Target] {
+            assert_eq!(Role::from(role).napi_value(), role.as_str());
+        }
+        for direction in [CoreDirection::In, CoreDirection::Out] {
+            assert_eq!(Direction::from(direction).napi_value(), direction.as_str());
+        }
+        for outcome in [
+            ReportOutcome::Sent,
+            ReportOutcome::Confirmed,
+            ReportOutcome::Held,
+            ReportOutcome::Superseded,
+            ReportOutcome::Dropped("closed"),
+        ] {
+            assert_eq!(Outcome::from(outcome).napi_value(), outcome.as_str());
+        }
+        for frame_type in CoreFrameType::ALL {
+            assert_eq!(
+                FrameType::from(*frame_type).napi_value(),
+                frame_type.as_str()
+            );
         }
     }
 }

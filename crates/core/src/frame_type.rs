@@ -25,6 +25,14 @@ macro_rules! frame_types {
                 $callback! { $($($handler = $name,)?)+ }
             };
         }
+
+        /// Calls `$callback! { Variant = "wire-name", … }` with every frame type, likewise.
+        #[macro_export]
+        macro_rules! with_frame_types {
+            ($callback:ident) => {
+                $callback! { $($variant = $wire,)+ }
+            };
+        }
     };
     ($($(#[$doc:meta])* $variant:ident = $wire:literal $(=> $handler:ident = $name:tt)?,)+) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
