@@ -86,13 +86,15 @@ export interface ClientOptions {
   connectTimeoutMs: number
 }
 
-/** What a `Connection` action tells of the client's connection. */
-export declare const enum ConnectionEvent {
-  Connecting = 'connecting',
-  Connected = 'connected',
-  Disconnected = 'disconnected',
-  Closed = 'closed',
-}
+/**
+ * What a `Connection` action tells of the client's connection, by its `event`: each with the
+ * fields `ctl-migration:connection`'s message has for it.
+ */
+export type ConnectionNote =
+  | { event: 'connecting'; attempt: number }
+  | { event: 'connected'; attempt: number; role: Role; migrationId?: string }
+  | { event: 'disconnected'; attempt: number; migrationId?: string; code?: number; reason: string; retryInMs?: number }
+  | { event: 'closed'; attempt: number }
 
 /** Which way a frame went. */
 export declare const enum Direction {
@@ -138,7 +140,7 @@ export type JsAction =
   | { kind: 'Send'; text: string; pingAfter?: number }
   | { kind: 'Close'; code?: number; reason?: string }
   | { kind: 'SetTimer'; delayMs?: number }
-  | { kind: 'Connection'; event: ConnectionEvent; attempt: number; role?: Role; migrationId?: string; code?: number; reason?: string; retryInMs?: number }
+  | { kind: 'Connection'; note: ConnectionNote }
   | { kind: 'Frame'; direction: Direction; frameType: FrameType; migrationId?: string; bytes: number }
   | { kind: 'Report'; reportType: FrameType; outcome: Outcome; migrationId?: string; reason?: string }
 

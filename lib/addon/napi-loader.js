@@ -836,7 +836,6 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Client = nativeBinding.Client
-module.exports.ConnectionEvent = nativeBinding.ConnectionEvent
 module.exports.Direction = nativeBinding.Direction
 module.exports.FrameType = nativeBinding.FrameType
 module.exports.Handler = nativeBinding.Handler

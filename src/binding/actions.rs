@@ -102,18 +102,28 @@ string_enum! {
     }
 }
 
-/// What a `Connection` action tells of the client's connection.
-#[napi(string_enum)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectionEvent {
-    #[napi(value = "connecting")]
-    Connecting,
-    #[napi(value = "connected")]
-    Connected,
-    #[napi(value = "disconnected")]
-    Disconnected,
-    #[napi(value = "closed")]
-    Closed,
+/// What a `Connection` action tells of the client's connection, by its `event`: each with the
+/// fields `ctl-migration:connection`'s message has for it.
+#[napi(discriminant = "event", discriminant_case = "lowercase")]
+pub enum ConnectionNote {
+    Connecting {
+        attempt: u32,
+    },
+    Connected {
+        attempt: u32,
+        role: Role,
+        migration_id: Option<String>,
+    },
+    Disconnected {
+        attempt: u32,
+        migration_id: Option<String>,
+        code: Option<u32>,
+        reason: String,
+        retry_in_ms: Option<f64>,
+    },
+    Closed {
+        attempt: u32,
+    },
 }
 
 /// The napi enum of the core's frame types, by their `type` on the wire.
@@ -246,15 +256,9 @@ pub enum JsAction {
     SetTimer {
         delay_ms: Option<f64>,
     },
-    /// For `ctl-migration:connection`: `connecting`, `connected`, `disconnected` or `closed`.
+    /// For `ctl-migration:connection`.
     Connection {
-        event: ConnectionEvent,
-        attempt: u32,
-        role: Option<Role>,
-        migration_id: Option<String>,
-        code: Option<u32>,
-        reason: Option<String>,
-        retry_in_ms: Option<f64>,
+        note: ConnectionNote,
     },
     /// For `ctl-migration:frame`.
     Frame {
@@ -306,59 +310,40 @@ fn call_to_js(call: Call) -> JsAction {
     }
 }
 
-/// A `Connection` action; only `connected` and `disconnected` say more than the attempt.
-fn connection(
-    event: ConnectionEvent,
-    attempt: u32,
-    role: Option<CoreRole>,
-    migration_id: Option<String>,
-    closed: Option<(Option<u16>, String, Option<f64>)>,
-) -> JsAction {
-    let (code, reason, retry_in_ms) = match closed {
-        Some((code, reason, retry_in_ms)) => (code.map(u32::from), Some(reason), retry_in_ms),
-        None => (None, None, None),
-    };
-    JsAction::Connection {
-        event,
-        attempt,
-        role: role.map(Role::from),
-        migration_id,
-        code,
-        reason,
-        retry_in_ms,
-    }
-}
-
 fn note_to_js(note: Note) -> Option<JsAction> {
     Some(match note {
-        Note::Connecting { attempt } => {
-            connection(ConnectionEvent::Connecting, attempt, None, None, None)
-        }
+        Note::Connecting { attempt } => JsAction::Connection {
+            note: ConnectionNote::Connecting { attempt },
+        },
         Note::Connected {
             attempt,
             role,
             migration_id,
-        } => connection(
-            ConnectionEvent::Connected,
-            attempt,
-            Some(role),
-            migration_id,
-            None,
-        ),
+        } => JsAction::Connection {
+            note: ConnectionNote::Connected {
+                attempt,
+                role: Role::from(role),
+                migration_id,
+            },
+        },
         Note::Disconnected {
             attempt,
             code,
             reason,
             retry_in_ms,
             migration_id,
-        } => connection(
-            ConnectionEvent::Disconnected,
-            attempt,
-            None,
-            migration_id,
-            Some((code, reason, retry_in_ms)),
-        ),
-        Note::Closed { attempt } => connection(ConnectionEvent::Closed, attempt, None, None, None),
+        } => JsAction::Connection {
+            note: ConnectionNote::Disconnected {
+                attempt,
+                migration_id,
+                code: code.map(u32::from),
+                reason,
+                retry_in_ms,
+            },
+        },
+        Note::Closed { attempt } => JsAction::Connection {
+            note: ConnectionNote::Closed { attempt },
+        },
         Note::Frame {
             direction,
             type_name,

@@ -6,6 +6,39 @@
 use ctl_migration_core::protocol::{Action, Call, Note, ReportOutcome, Role};
 use serde::Serialize;
 
+/// What a `Connection` action tells, by its `event`, as `lib/addon/binding.d.ts` types
+/// `ConnectionNote`.
+#[derive(Serialize)]
+#[serde(
+    tag = "event",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ConnectionNote<'a> {
+    Connecting {
+        attempt: u32,
+    },
+    Connected {
+        attempt: u32,
+        role: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+    },
+    Disconnected {
+        attempt: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<u16>,
+        reason: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<f64>,
+    },
+    Closed {
+        attempt: u32,
+    },
+}
+
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all_fields = "camelCase")]
 pub enum JsAction<'a> {
@@ -51,18 +84,7 @@ pub enum JsAction<'a> {
         delay_ms: Option<f64>,
     },
     Connection {
-        event: &'static str,
-        attempt: u32,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        role: Option<&'static str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        code: Option<u16>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        retry_in_ms: Option<f64>,
+        note: ConnectionNote<'a>,
     },
     Frame {
         direction: &'static str,
@@ -111,33 +133,21 @@ fn call_to_js(call: &Call) -> JsAction<'_> {
     }
 }
 
-fn connection(event: &'static str, attempt: u32) -> JsAction<'static> {
-    JsAction::Connection {
-        event,
-        attempt,
-        role: None,
-        migration_id: None,
-        code: None,
-        reason: None,
-        retry_in_ms: None,
-    }
-}
-
 fn note_to_js(note: &Note) -> JsAction<'_> {
     match note {
-        Note::Connecting { attempt } => connection("connecting", *attempt),
+        Note::Connecting { attempt } => JsAction::Connection {
+            note: ConnectionNote::Connecting { attempt: *attempt },
+        },
         Note::Connected {
             attempt,
             role,
             migration_id,
         } => JsAction::Connection {
-            event: "connected",
-            attempt: *attempt,
-            role: Some(role.as_str()),
-            migration_id: migration_id.as_deref(),
-            code: None,
-            reason: None,
-            retry_in_ms: None,
+            note: ConnectionNote::Connected {
+                attempt: *attempt,
+                role: role.as_str(),
+                migration_id: migration_id.as_deref(),
+            },
         },
         Note::Disconnected {
             attempt,
@@ -146,15 +156,17 @@ fn note_to_js(note: &Note) -> JsAction<'_> {
             retry_in_ms,
             migration_id,
         } => JsAction::Connection {
-            event: "disconnected",
-            attempt: *attempt,
-            role: None,
-            migration_id: migration_id.as_deref(),
-            code: *code,
-            reason: Some(reason),
-            retry_in_ms: *retry_in_ms,
+            note: ConnectionNote::Disconnected {
+                attempt: *attempt,
+                migration_id: migration_id.as_deref(),
+                code: *code,
+                reason,
+                retry_in_ms: *retry_in_ms,
+            },
         },
-        Note::Closed { attempt } => connection("closed", *attempt),
+        Note::Closed { attempt } => JsAction::Connection {
+            note: ConnectionNote::Closed { attempt: *attempt },
+        },
         Note::Frame {
             direction,
             type_name,
@@ -209,6 +221,15 @@ mod tests {
                 reason: None,
                 role: Some("source"),
             },
+            JsAction::Connection {
+                note: ConnectionNote::Disconnected {
+                    attempt: 2,
+                    migration_id: None,
+                    code: Some(1006),
+                    reason: "gone",
+                    retry_in_ms: None,
+                },
+            },
             JsAction::Open,
             JsAction::SetTimer { delay_ms: None },
             JsAction::SetTimer {
@@ -222,6 +243,7 @@ mod tests {
             Some(concat!(
                 r#"[{"kind":"Call","handler":"onCutoverReady","migrationId":"m\"1","payload":"{\"a\":[1]}"},"#,
                 r#"{"kind":"Call","handler":"onConnected","role":"source"},"#,
+                r#"{"kind":"Connection","note":{"event":"disconnected","attempt":2,"code":1006,"reason":"gone"}},"#,
                 r#"{"kind":"Open"},{"kind":"SetTimer"},{"kind":"SetTimer","delayMs":1.5}]"#
             ))
         );
