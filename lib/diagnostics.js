@@ -83,19 +83,14 @@ function fields(message, keys) {
 // The messages, from the core's notes (`Connection`, `Frame` and `Report` actions); a field the
 // note does not have is left out, never set to undefined.
 
-/** @param {number} client @param {Extract<JsAction, { kind: 'Connection' }>} note */
-function connection(client, note) {
-  // Which fields the note has is what its `event` makes it (index.d.ts's union, one case each).
-  /** @type {Record<string, unknown>} */
-  const message = { client, event: note.event, attempt: note.attempt }
-  if (note.role != null) message.role = note.role
-  if (note.migrationId != null) message.migrationId = note.migrationId
-  if (note.code != null) message.code = note.code
-  if (note.reason != null) message.reason = note.reason
-  if (note.retryInMs != null) message.retryInMs = note.retryInMs
+/** @param {number} client @param {Extract<JsAction, { kind: 'Connection' }>} action */
+function connection(client, action) {
+  // The note has, for its `event`, the fields index.d.ts's union has for it.
+  /** @type {import('../index.js').ConnectionMessage} */
+  const message = { client, ...action.note }
   publish(
     connectionChannel,
-    /** @type {import('../index.js').ConnectionMessage} */ (/** @type {unknown} */ (message)),
+    message,
     (m) => `client ${m.client} ${m.event}${fields(m, ['attempt', 'role', 'migrationId', 'code', 'reason', 'retryInMs'])}`,
   )
 }
@@ -103,9 +98,9 @@ function connection(client, note) {
 /** @param {number} client @param {Extract<JsAction, { kind: 'Frame' }>} note */
 function frame(client, note) {
   // In the order a reader expects: bytes last.
-  const message = /** @type {import('../index.js').FrameMessage} */ ({ client, direction: note.direction, type: note.frameType })
-  if (note.migrationId != null) message.migrationId = note.migrationId
-  message.bytes = note.bytes
+  const { direction, frameType: type, migrationId, bytes } = note
+  /** @type {import('../index.js').FrameMessage} */
+  const message = migrationId == null ? { client, direction, type, bytes } : { client, direction, type, migrationId, bytes }
   publish(frameChannel, message, (m) => `client ${m.client} frame ${m.direction} ${m.type}${fields(m, ['migrationId', 'bytes'])}`)
 }
 

@@ -86,36 +86,63 @@ export interface ClientOptions {
   connectTimeoutMs: number
 }
 
+/**
+ * What a `Connection` action tells of the client's connection, by its `event`: each with the
+ * fields `ctl-migration:connection`'s message has for it.
+ */
+export type ConnectionNote =
+  | { event: 'connecting'; attempt: number }
+  | { event: 'connected'; attempt: number; role: Role; migrationId?: string }
+  | { event: 'disconnected'; attempt: number; migrationId?: string; code?: number; reason: string; retryInMs?: number }
+  | { event: 'closed'; attempt: number }
+
+/** Which way a frame went. */
+export declare const enum Direction {
+  In = 'in',
+  Out = 'out',
+}
+
+/** A frame's `type` on the wire. */
+export declare const enum FrameType {
+  Hello = 'hello',
+  State = 'state',
+  StateRefused = 'state-refused',
+  TargetReady = 'target-ready',
+  SourceStoppedOutput = 'source-stopped-output',
+  TargetApplied = 'target-applied',
+  HelloAck = 'hello-ack',
+  GetState = 'get-state',
+  InitialState = 'initial-state',
+  CutoverReady = 'cutover-ready',
+  CutoverApply = 'cutover-apply',
+  Abort = 'abort',
+}
+
 /** A handler on the product's handlers object, by its name there. */
 export declare const enum Handler {
+  Connected = 'onConnected',
   GetState = 'onGetState',
   InitialState = 'onInitialState',
   CutoverReady = 'onCutoverReady',
   CutoverApply = 'onCutoverApply',
   Abort = 'onAbort',
-  Connected = 'onConnected',
 }
 
 /**
- * One thing the glue must do, in order. A handler call carries `handler`, which the glue
- * hands back to `settle` when the handler ends.
+ * One thing the glue must do, in order. A `Call` carries `handler`, which the glue hands back
+ * to `settle` when the handler ends.
  */
 export type JsAction =
   | { kind: 'Log'; line: string }
-  | { kind: 'GetState'; handler: Handler; migrationId: string }
-  | { kind: 'InitialState'; handler: Handler; payload: string; migrationId: string }
-  | { kind: 'CutoverReady'; handler: Handler; payload: string; migrationId: string }
-  | { kind: 'CutoverApply'; handler: Handler; payload: string; migrationId: string }
-  | { kind: 'Abort'; handler: Handler; reason: string; migrationId: string }
-  | { kind: 'Connected'; handler: Handler; role: string; migrationId?: string }
+  | { kind: 'Call'; handler: Handler; migrationId?: string; payload?: string; reason?: string; role?: Role }
   | { kind: 'TooLarge'; message: string }
   | { kind: 'Open' }
   | { kind: 'Send'; text: string; pingAfter?: number }
   | { kind: 'Close'; code?: number; reason?: string }
   | { kind: 'SetTimer'; delayMs?: number }
-  | { kind: 'Connection'; event: string; attempt: number; role?: string; migrationId?: string; code?: number; reason?: string; retryInMs?: number }
-  | { kind: 'Frame'; direction: string; frameType: string; migrationId?: string; bytes: number }
-  | { kind: 'Report'; reportType: string; outcome: string; migrationId?: string; reason?: string }
+  | { kind: 'Connection'; note: ConnectionNote }
+  | { kind: 'Frame'; direction: Direction; frameType: FrameType; migrationId?: string; bytes: number }
+  | { kind: 'Report'; reportType: FrameType; outcome: Outcome; migrationId?: string; reason?: string }
 
 /** `reportApplied`'s summary, already checked by the glue. */
 export interface JsAppliedSummary {
@@ -127,6 +154,21 @@ export interface JsAppliedSummary {
 export interface JsFailedPart {
   id: string
   reason: string
+}
+
+/** What became of a report or an answer to the propose; `dropped` comes with its reason. */
+export declare const enum Outcome {
+  Sent = 'sent',
+  Confirmed = 'confirmed',
+  Held = 'held',
+  Superseded = 'superseded',
+  Dropped = 'dropped',
+}
+
+/** Which side of the handover the client is. */
+export declare const enum Role {
+  Source = 'source',
+  Target = 'target',
 }
 
 /**

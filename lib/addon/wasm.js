@@ -105,8 +105,6 @@ function streamAnswer(len) {
   return len < 0 ? null : answer(len)
 }
 
-/** The handlers by their place in the core's `HandlerKind::ALL` (crates/wasm pins the order). */
-const HANDLERS = ['onGetState', 'onInitialState', 'onCutoverReady', 'onCutoverApply', 'onAbort', 'onConnected']
 /** `Settled`'s kinds by number (crates/wasm `Ending`). */
 const ENDINGS = ['Missing', 'Done', 'Threw', 'Value', 'NotJson', 'Refused']
 
@@ -214,15 +212,16 @@ class Client {
 
   /** @param {string} handler @param {string} migrationId @param {Settled} outcome */
   settle(handler, migrationId, outcome) {
-    const idLen = put(migrationId)
+    const handlerLen = put(handler)
+    const idLen = put(migrationId, handlerLen)
     const text =
       outcome.kind === 'Value' ? outcome.json
       : outcome.kind === 'NotJson' ? outcome.why
       : outcome.kind === 'Refused' ? outcome.reason
       : outcome.kind === 'Threw' ? outcome.printed
       : undefined
-    const textLen = text === undefined ? -1 : put(text, idLen)
-    return answer(exports_.ctl_settle(this.handle, HANDLERS.indexOf(handler), ENDINGS.indexOf(outcome.kind), idLen, textLen))
+    const textLen = text === undefined ? -1 : put(text, handlerLen + idLen)
+    return answer(exports_.ctl_settle(this.handle, ENDINGS.indexOf(outcome.kind), handlerLen, idLen, textLen))
   }
 
   /** @param {number} nowMs */

@@ -9,7 +9,7 @@ const { isStateRefusal } = require('./refusal.js')
 
 /** @typedef {import('../addon/binding').JsAction} JsAction */
 /** @typedef {import('../addon/binding').Settled} Settled */
-/** @typedef {Extract<JsAction, { handler: unknown }>} HandlerAction */
+/** @typedef {Extract<JsAction, { kind: 'Call' }>} HandlerAction */
 
 /** @type {Settled} */
 const DONE = { kind: 'Done' }
@@ -43,22 +43,24 @@ function handlerCalls({ handlers, core, run, clientId, reportGlueError }) {
     })().catch(reportGlueError)
   }
 
-  /** @param {Extract<JsAction, { kind: 'InitialState' }>} action */
+  /** @param {HandlerAction} action */
   function initialState(action) {
+    const migrationId = action.migrationId ?? ''
     let handler
     try {
       handler = handlers.onInitialState
     } catch (e) {
-      return run(core.settle(action.handler, action.migrationId, { kind: 'Threw', printed: describe(e) }))
+      return run(core.settle(action.handler, migrationId, { kind: 'Threw', printed: describe(e) }))
     }
-    if (!handler) return run(core.settle(action.handler, action.migrationId, MISSING))
-    settle(action, () => handler.call(handlers, JSON.parse(action.payload), action.migrationId))
+    if (!handler) return run(core.settle(action.handler, migrationId, MISSING))
+    settle(action, () => handler.call(handlers, argument(action), action.migrationId))
   }
 
   /** The propose: every path ends in exactly one outcome for the core, which answers it.
-   *  @param {Extract<JsAction, { kind: 'GetState' }>} action */
+   *  @param {HandlerAction} action */
   async function answerGetState(action) {
-    const { handler: name, migrationId } = action
+    const name = action.handler
+    const migrationId = action.migrationId ?? ''
     /** @param {Settled} outcome */
     const answered = (outcome) => run(core.settle(name, migrationId, outcome))
     try {
@@ -95,27 +97,20 @@ function handlerCalls({ handlers, core, run, clientId, reportGlueError }) {
     return has ? diagnostics.handlerContext(clientId, name, migrationId) : undefined
   }
 
+  /** What a handler is called with before the migration: the frame's payload, the abort's
+   *  reason or the hello-ack's role, whichever the call has (read when it is called: a payload
+   *  that does not parse is a handler that throws).
+   *  @param {HandlerAction} action */
+  function argument(action) {
+    return action.payload !== undefined && action.payload !== null ? JSON.parse(action.payload) : (action.reason ?? action.role)
+  }
+
   return (action) => {
-    switch (action.kind) {
-      case 'GetState':
-        void answerGetState(action)
-        break
-      case 'InitialState':
-        initialState(action)
-        break
-      case 'CutoverReady':
-        settle(action, () => handlers.onCutoverReady?.(JSON.parse(action.payload), action.migrationId))
-        break
-      case 'CutoverApply':
-        settle(action, () => handlers.onCutoverApply?.(JSON.parse(action.payload), action.migrationId))
-        break
-      case 'Abort':
-        settle(action, () => handlers.onAbort?.(action.reason, action.migrationId))
-        break
-      case 'Connected':
-        settle(action, () => handlers.onConnected?.(action.role, action.migrationId))
-        break
-    }
+    // The propose and onInitialState have rules of their own (D3, and a missing onInitialState
+    // is logged); every other handler is called by its name.
+    if (action.handler === 'onGetState') void answerGetState(action)
+    else if (action.handler === 'onInitialState') initialState(action)
+    else settle(action, () => handlers[action.handler]?.(argument(action), action.migrationId))
   }
 }
 

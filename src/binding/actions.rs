@@ -3,39 +3,164 @@
 //! [`Settled`], how a handler ended.
 
 use ctl_migration_core::protocol::{
-    Action, Call, HandlerKind, HandlerOutcome, Note, ReportOutcome, Role, StateOutcome,
+    Action, Call, Direction as CoreDirection, HandlerKind, HandlerOutcome, Note, ReportOutcome,
+    Role as CoreRole, StateOutcome,
 };
+use ctl_migration_core::FrameType as CoreFrameType;
 use napi_derive::napi;
 
-/// A handler on the product's handlers object, by its name there.
-#[napi(string_enum)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handler {
-    #[napi(value = "onGetState")]
-    GetState,
-    #[napi(value = "onInitialState")]
-    InitialState,
-    #[napi(value = "onCutoverReady")]
-    CutoverReady,
-    #[napi(value = "onCutoverApply")]
-    CutoverApply,
-    #[napi(value = "onAbort")]
-    Abort,
-    #[napi(value = "onConnected")]
-    Connected,
+/// The napi enum of the core's handlers, each by its name on the handlers object: napi's
+/// `string_enum` wants literal names, which the core's table hands over.
+macro_rules! handler_enum {
+    ($($variant:ident = $name:tt,)+) => {
+        /// A handler on the product's handlers object, by its name there.
+        #[napi(string_enum)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Handler {
+            $(#[napi(value = $name)] $variant,)+
+        }
+
+        impl From<HandlerKind> for Handler {
+            fn from(kind: HandlerKind) -> Self {
+                match kind {
+                    $(HandlerKind::$variant => Handler::$variant,)+
+                }
+            }
+        }
+
+        #[cfg(test)]
+        impl Handler {
+            /// The value napi gives JavaScript: the same token as its `#[napi(value)]`.
+            fn napi_value(self) -> &'static str {
+                match self {
+                    $(Handler::$variant => $name,)+
+                }
+            }
+        }
+
+        impl From<Handler> for HandlerKind {
+            fn from(handler: Handler) -> Self {
+                match handler {
+                    $(Handler::$variant => HandlerKind::$variant,)+
+                }
+            }
+        }
+    };
 }
 
-impl From<HandlerKind> for Handler {
-    fn from(kind: HandlerKind) -> Self {
-        match kind {
-            HandlerKind::GetState => Handler::GetState,
-            HandlerKind::InitialState => Handler::InitialState,
-            HandlerKind::CutoverReady => Handler::CutoverReady,
-            HandlerKind::CutoverApply => Handler::CutoverApply,
-            HandlerKind::Abort => Handler::Abort,
-            HandlerKind::Connected => Handler::Connected,
+ctl_migration_core::with_handlers!(handler_enum);
+
+/// A napi `string_enum` for one of the core's closed sets, each value the core's own string (a
+/// unit test holds them to it), so that `binding.d.ts` names the set and not `string`.
+macro_rules! string_enum {
+    ($doc:tt $name:ident from $core:ident { $($variant:ident = $value:tt,)+ }) => {
+        #[doc = $doc]
+        #[napi(string_enum)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $(#[napi(value = $value)] $variant,)+
         }
+
+        #[cfg(test)]
+        impl $name {
+            /// The value napi gives JavaScript: the same token as its `#[napi(value)]`.
+            fn napi_value(self) -> &'static str {
+                match self {
+                    $($name::$variant => $value,)+
+                }
+            }
+        }
+
+        impl From<$core> for $name {
+            fn from(core: $core) -> Self {
+                match core {
+                    $($core::$variant { .. } => $name::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+string_enum! {
+    "Which side of the handover the client is."
+    Role from CoreRole { Source = "source", Target = "target", }
+}
+
+string_enum! {
+    "Which way a frame went."
+    Direction from CoreDirection { In = "in", Out = "out", }
+}
+
+string_enum! {
+    "What became of a report or an answer to the propose; `dropped` comes with its reason."
+    Outcome from ReportOutcome {
+        Sent = "sent",
+        Confirmed = "confirmed",
+        Held = "held",
+        Superseded = "superseded",
+        Dropped = "dropped",
     }
+}
+
+/// What a `Connection` action tells of the client's connection, by its `event`: each with the
+/// fields `ctl-migration:connection`'s message has for it.
+#[napi(discriminant = "event", discriminant_case = "lowercase")]
+pub enum ConnectionNote {
+    Connecting {
+        attempt: u32,
+    },
+    Connected {
+        attempt: u32,
+        role: Role,
+        migration_id: Option<String>,
+    },
+    Disconnected {
+        attempt: u32,
+        migration_id: Option<String>,
+        code: Option<u32>,
+        reason: String,
+        retry_in_ms: Option<f64>,
+    },
+    Closed {
+        attempt: u32,
+    },
+}
+
+/// The napi enum of the core's frame types, by their `type` on the wire.
+macro_rules! frame_type_enum {
+    ($($variant:ident = $wire:tt,)+) => {
+        /// A frame's `type` on the wire.
+        #[napi(string_enum)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum FrameType {
+            $(#[napi(value = $wire)] $variant,)+
+        }
+
+        #[cfg(test)]
+        impl FrameType {
+            fn napi_value(self) -> &'static str {
+                match self {
+                    $(FrameType::$variant => $wire,)+
+                }
+            }
+        }
+
+        impl From<CoreFrameType> for FrameType {
+            fn from(core: CoreFrameType) -> Self {
+                match core {
+                    $(CoreFrameType::$variant => FrameType::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+ctl_migration_core::with_frame_types!(frame_type_enum);
+
+/// A note's frame type: always one of the table's, since the core notes only frames it parsed
+/// or wrote itself.
+fn frame_type(type_name: &str) -> Option<FrameType> {
+    CoreFrameType::parse(type_name).map(FrameType::from)
 }
 
 /// How a handler the glue called ended. `onGetState` ends in any of these but `Done`; the
@@ -86,23 +211,17 @@ impl Settled {
     /// `self` for `handler`, as the core takes it; an error names an ending the handler cannot
     /// have (a value from a handler that is not `onGetState`).
     pub fn for_handler(self, handler: Handler) -> Result<Ended, SettleError> {
-        let kind = match handler {
-            Handler::GetState => {
-                return Ok(Ended::State(match self {
-                    Settled::Missing => StateOutcome::Missing,
-                    Settled::Threw { printed } => StateOutcome::Threw(printed),
-                    Settled::Value { json } => StateOutcome::Value(json),
-                    Settled::NotJson { why } => StateOutcome::NotJson(why),
-                    Settled::Refused { reason } => StateOutcome::Refused(reason),
-                    Settled::Done => return Err(SettleError::StateUnanswered),
-                }))
-            }
-            Handler::InitialState => HandlerKind::InitialState,
-            Handler::CutoverReady => HandlerKind::CutoverReady,
-            Handler::CutoverApply => HandlerKind::CutoverApply,
-            Handler::Abort => HandlerKind::Abort,
-            Handler::Connected => HandlerKind::Connected,
-        };
+        let kind = HandlerKind::from(handler);
+        if kind == HandlerKind::GetState {
+            return Ok(Ended::State(match self {
+                Settled::Missing => StateOutcome::Missing,
+                Settled::Threw { printed } => StateOutcome::Threw(printed),
+                Settled::Value { json } => StateOutcome::Value(json),
+                Settled::NotJson { why } => StateOutcome::NotJson(why),
+                Settled::Refused { reason } => StateOutcome::Refused(reason),
+                Settled::Done => return Err(SettleError::StateUnanswered),
+            }));
+        }
         let outcome = match self {
             Settled::Missing => HandlerOutcome::Missing,
             Settled::Done => HandlerOutcome::Done,
@@ -117,41 +236,21 @@ impl Settled {
     }
 }
 
-/// One thing the glue must do, in order. A handler call carries `handler`, which the glue
-/// hands back to `settle` when the handler ends.
+/// One thing the glue must do, in order. A `Call` carries `handler`, which the glue hands back
+/// to `settle` when the handler ends.
 #[napi(discriminant = "kind")]
 pub enum JsAction {
     Log {
         line: String,
     },
-    GetState {
+    /// Call `handler` on the product's handlers object with `payload` (JSON text, parsed),
+    /// `reason` or `role`, whichever there is, then `migration_id`.
+    Call {
         handler: Handler,
-        migration_id: String,
-    },
-    InitialState {
-        handler: Handler,
-        payload: String,
-        migration_id: String,
-    },
-    CutoverReady {
-        handler: Handler,
-        payload: String,
-        migration_id: String,
-    },
-    CutoverApply {
-        handler: Handler,
-        payload: String,
-        migration_id: String,
-    },
-    Abort {
-        handler: Handler,
-        reason: String,
-        migration_id: String,
-    },
-    Connected {
-        handler: Handler,
-        role: String,
         migration_id: Option<String>,
+        payload: Option<String>,
+        reason: Option<String>,
+        role: Option<Role>,
     },
     /// A report was over the frame cap; nothing was sent. The glue throws `message` as a
     /// RangeError.
@@ -177,28 +276,21 @@ pub enum JsAction {
     SetTimer {
         delay_ms: Option<f64>,
     },
-    /// For `ctl-migration:connection`: `connecting`, `connected`, `disconnected` or `closed`.
+    /// For `ctl-migration:connection`.
     Connection {
-        event: String,
-        attempt: u32,
-        role: Option<String>,
-        migration_id: Option<String>,
-        code: Option<u32>,
-        reason: Option<String>,
-        retry_in_ms: Option<f64>,
+        note: ConnectionNote,
     },
-    /// For `ctl-migration:frame`: `direction` is `in` or `out`.
+    /// For `ctl-migration:frame`.
     Frame {
-        direction: String,
-        frame_type: String,
+        direction: Direction,
+        frame_type: FrameType,
         migration_id: Option<String>,
         bytes: u32,
     },
-    /// For `ctl-migration:report`: `outcome` is `sent`, `held`, `superseded` or `dropped`
-    /// (with `reason`).
+    /// For `ctl-migration:report`: a `dropped` outcome comes with its `reason`.
     Report {
-        report_type: String,
-        outcome: String,
+        report_type: FrameType,
+        outcome: Outcome,
         migration_id: Option<String>,
         reason: Option<String>,
     },
@@ -224,110 +316,62 @@ pub fn to_js(action: Action) -> Option<JsAction> {
             reason: reason.map(str::to_owned),
         },
         Action::Ping(_) => return None,
-        Action::Note(note) => note_to_js(note),
+        Action::Note(note) => return note_to_js(note),
     })
 }
 
 fn call_to_js(call: Call) -> JsAction {
-    let handler = Handler::from(call.handler());
-    match call {
-        Call::GetState { migration_id } => JsAction::GetState {
-            handler,
-            migration_id,
-        },
-        Call::InitialState {
-            payload,
-            migration_id,
-        } => JsAction::InitialState {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::CutoverReady {
-            payload,
-            migration_id,
-        } => JsAction::CutoverReady {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::CutoverApply {
-            payload,
-            migration_id,
-        } => JsAction::CutoverApply {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::Abort {
-            reason,
-            migration_id,
-        } => JsAction::Abort {
-            handler,
-            reason,
-            migration_id,
-        },
-        Call::Connected { role, migration_id } => JsAction::Connected {
-            handler,
-            role: role.as_str().to_owned(),
-            migration_id,
-        },
+    JsAction::Call {
+        handler: Handler::from(call.handler),
+        migration_id: call.migration_id,
+        payload: call.payload,
+        reason: call.reason,
+        role: call.role.map(Role::from),
     }
 }
 
-/// A `Connection` action; only `connected` and `disconnected` say more than the attempt.
-fn connection(
-    event: &str,
-    attempt: u32,
-    role: Option<Role>,
-    migration_id: Option<String>,
-    closed: Option<(Option<u16>, String, Option<f64>)>,
-) -> JsAction {
-    let (code, reason, retry_in_ms) = match closed {
-        Some((code, reason, retry_in_ms)) => (code.map(u32::from), Some(reason), retry_in_ms),
-        None => (None, None, None),
-    };
-    JsAction::Connection {
-        event: event.to_owned(),
-        attempt,
-        role: role.map(|r| r.as_str().to_owned()),
-        migration_id,
-        code,
-        reason,
-        retry_in_ms,
-    }
-}
-
-fn note_to_js(note: Note) -> JsAction {
-    match note {
-        Note::Connecting { attempt } => connection("connecting", attempt, None, None, None),
+fn note_to_js(note: Note) -> Option<JsAction> {
+    Some(match note {
+        Note::Connecting { attempt } => JsAction::Connection {
+            note: ConnectionNote::Connecting { attempt },
+        },
         Note::Connected {
             attempt,
             role,
             migration_id,
-        } => connection("connected", attempt, Some(role), migration_id, None),
+        } => JsAction::Connection {
+            note: ConnectionNote::Connected {
+                attempt,
+                role: Role::from(role),
+                migration_id,
+            },
+        },
         Note::Disconnected {
             attempt,
             code,
             reason,
             retry_in_ms,
             migration_id,
-        } => connection(
-            "disconnected",
-            attempt,
-            None,
-            migration_id,
-            Some((code, reason, retry_in_ms)),
-        ),
-        Note::Closed { attempt } => connection("closed", attempt, None, None, None),
+        } => JsAction::Connection {
+            note: ConnectionNote::Disconnected {
+                attempt,
+                migration_id,
+                code: code.map(u32::from),
+                reason,
+                retry_in_ms,
+            },
+        },
+        Note::Closed { attempt } => JsAction::Connection {
+            note: ConnectionNote::Closed { attempt },
+        },
         Note::Frame {
             direction,
             type_name,
             migration_id,
             bytes,
         } => JsAction::Frame {
-            direction: direction.as_str().to_owned(),
-            frame_type: type_name.to_owned(),
+            direction: Direction::from(direction),
+            frame_type: frame_type(type_name)?,
             migration_id,
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
         },
@@ -336,13 +380,55 @@ fn note_to_js(note: Note) -> JsAction {
             outcome,
             migration_id,
         } => JsAction::Report {
-            report_type: type_name.to_owned(),
-            outcome: outcome.as_str().to_owned(),
+            report_type: frame_type(type_name)?,
+            outcome: Outcome::from(outcome),
             migration_id,
             reason: match outcome {
                 ReportOutcome::Dropped(reason) => Some(reason.to_owned()),
                 _ => None,
             },
         },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// napi's value for each handler is the core's name for it, and back.
+    #[test]
+    fn each_handler_crosses_by_the_cores_name() {
+        for kind in HandlerKind::ALL {
+            let handler = Handler::from(*kind);
+            assert_eq!(handler.napi_value(), kind.name());
+            assert_eq!(HandlerKind::from(handler), *kind);
+        }
+    }
+
+    /// Each closed set crosses with the core's strings, which the WebAssembly build's JSON
+    /// carries too.
+    #[test]
+    fn each_closed_set_crosses_by_the_cores_strings() {
+        for role in [CoreRole::Source, CoreRole::Target] {
+            assert_eq!(Role::from(role).napi_value(), role.as_str());
+        }
+        for direction in [CoreDirection::In, CoreDirection::Out] {
+            assert_eq!(Direction::from(direction).napi_value(), direction.as_str());
+        }
+        for outcome in [
+            ReportOutcome::Sent,
+            ReportOutcome::Confirmed,
+            ReportOutcome::Held,
+            ReportOutcome::Superseded,
+            ReportOutcome::Dropped("closed"),
+        ] {
+            assert_eq!(Outcome::from(outcome).napi_value(), outcome.as_str());
+        }
+        for frame_type in CoreFrameType::ALL {
+            assert_eq!(
+                FrameType::from(*frame_type).napi_value(),
+                frame_type.as_str()
+            );
+        }
     }
 }

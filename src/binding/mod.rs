@@ -263,17 +263,17 @@ impl Client {
     // ── events of a JavaScript socket; `now_ms` is the glue's clock ──────
 
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn socket_opened(&mut self, now_ms: f64) -> Actions {
+    pub fn socket_opened(&mut self, now_ms: f64) -> Result<Actions> {
         self.socket_event(now_ms, |core, now| core.on_open(now))
     }
 
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn socket_open_failed(&mut self, error: String, now_ms: f64) -> Actions {
+    pub fn socket_open_failed(&mut self, error: String, now_ms: f64) -> Result<Actions> {
         self.socket_event(now_ms, |core, now| core.on_open_failed(&error, now))
     }
 
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn socket_message(&mut self, text: String, now_ms: f64) -> Actions {
+    pub fn socket_message(&mut self, text: String, now_ms: f64) -> Result<Actions> {
         self.socket_event(now_ms, |core, now| core.on_frame(&text, now))
     }
 
@@ -286,7 +286,7 @@ impl Client {
         reason: String,
         now_ms: f64,
         buffered_amount: Option<f64>,
-    ) -> Actions {
+    ) -> Result<Actions> {
         // A close event with no code (or none a close frame can carry) had no status.
         let code = code
             .and_then(|c| u16::try_from(c).ok())
@@ -299,7 +299,7 @@ impl Client {
 
     /// The socket's error event; `buffered_amount` as for [`Client::socket_closed`].
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn socket_errored(&mut self, now_ms: f64, buffered_amount: Option<f64>) -> Actions {
+    pub fn socket_errored(&mut self, now_ms: f64, buffered_amount: Option<f64>) -> Result<Actions> {
         self.socket_event(now_ms, |core, now| {
             unsent_at_end(core, buffered_amount);
             core.on_error(now)
@@ -308,7 +308,12 @@ impl Client {
 
     /// `send(text)` of a `Send` action threw `error`.
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn socket_send_failed(&mut self, text: String, error: String, now_ms: f64) -> Actions {
+    pub fn socket_send_failed(
+        &mut self,
+        text: String,
+        error: String,
+        now_ms: f64,
+    ) -> Result<Actions> {
         self.socket_event(now_ms, |core, now| {
             core.on_send_text_failed(text, &error, now)
         })
@@ -316,20 +321,18 @@ impl Client {
 
     /// The socket's pong event, carrying `payload`.
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn socket_pong(&mut self, payload: Uint8Array, now_ms: f64) -> Actions {
+    pub fn socket_pong(&mut self, payload: Uint8Array, now_ms: f64) -> Result<Actions> {
         self.socket_event(now_ms, |core, now| core.on_pong(&payload, now))
     }
 
     /// The timer a `SetTimer` action set fired.
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn timer_fired(&mut self, now_ms: f64) -> Actions {
-        let Some(js) = self.js_socket_mut() else {
-            return Vec::new();
-        };
+    pub fn timer_fired(&mut self, now_ms: f64) -> Result<Actions> {
+        let js = self.js_socket_mut()?;
         // It was set for the core's deadline, so that has come, whatever the glue's clock
         // reads (a timer may fire a hair early; fake timers move no clock).
         let due = js.timer_at.take().map_or(now_ms, |at| now_ms.max(at));
-        js.run(Some(due), |core, now| core.handle_timeout(now)).1
+        Ok(js.run(Some(due), |core, now| core.handle_timeout(now)).1)
     }
 }
 
@@ -346,10 +349,15 @@ impl Client {
         Client { transport }
     }
 
-    fn js_socket_mut(&mut self) -> Option<&mut JsSocket> {
+    /// The glue's socket; an error for a client of the native transport, whose socket events
+    /// its own thread handles (the glue never sends them there).
+    fn js_socket_mut(&mut self) -> Result<&mut JsSocket> {
         match &mut self.transport {
-            Transport::JsSocket(js) => Some(js),
-            Transport::Native(_) => None,
+            Transport::JsSocket(js) => Ok(js),
+            Transport::Native(_) => Err(Error::new(
+                Status::InvalidArg,
+                "a socket event for a client whose socket is the native transport's",
+            )),
         }
     }
 
@@ -366,11 +374,8 @@ impl Client {
     }
 
     /// An event of the glue's socket, at `now_ms` on its clock.
-    fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Actions {
-        match self.js_socket_mut() {
-            Some(js) => js.run(Some(now_ms), f).1,
-            None => Vec::new(),
-        }
+    fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Result<Actions> {
+        Ok(self.js_socket_mut()?.run(Some(now_ms), f).1)
     }
 
     /// A report, or the one action saying it was over the frame cap.

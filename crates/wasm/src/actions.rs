@@ -3,19 +3,40 @@
 //! out and `lib/addon/binding.d.ts` types as `JsAction`. Written straight from the core's
 //! [`Action`]s into the module's output buffer, borrowing their text.
 
-use ctl_migration_core::protocol::{Action, Call, HandlerKind, Note, ReportOutcome};
+use ctl_migration_core::protocol::{Action, Call, Note, ReportOutcome, Role};
 use serde::Serialize;
 
-/// A handler's name on the product's handlers object, which the glue hands back to `settle`.
-pub fn handler_name(kind: HandlerKind) -> &'static str {
-    match kind {
-        HandlerKind::GetState => "onGetState",
-        HandlerKind::InitialState => "onInitialState",
-        HandlerKind::CutoverReady => "onCutoverReady",
-        HandlerKind::CutoverApply => "onCutoverApply",
-        HandlerKind::Abort => "onAbort",
-        HandlerKind::Connected => "onConnected",
-    }
+/// What a `Connection` action tells, by its `event`, as `lib/addon/binding.d.ts` types
+/// `ConnectionNote`.
+#[derive(Serialize)]
+#[serde(
+    tag = "event",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ConnectionNote<'a> {
+    Connecting {
+        attempt: u32,
+    },
+    Connected {
+        attempt: u32,
+        role: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+    },
+    Disconnected {
+        attempt: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<u16>,
+        reason: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<f64>,
+    },
+    Closed {
+        attempt: u32,
+    },
 }
 
 #[derive(Serialize)]
@@ -24,35 +45,18 @@ pub enum JsAction<'a> {
     Log {
         line: &'a str,
     },
-    GetState {
+    /// Call `handler` (its name on the handlers object, handed back to `settle`) with
+    /// `payload` (JSON text, parsed), `reason` or `role`, whichever there is, then the migration.
+    Call {
         handler: &'static str,
-        migration_id: &'a str,
-    },
-    InitialState {
-        handler: &'static str,
-        payload: &'a str,
-        migration_id: &'a str,
-    },
-    CutoverReady {
-        handler: &'static str,
-        payload: &'a str,
-        migration_id: &'a str,
-    },
-    CutoverApply {
-        handler: &'static str,
-        payload: &'a str,
-        migration_id: &'a str,
-    },
-    Abort {
-        handler: &'static str,
-        reason: &'a str,
-        migration_id: &'a str,
-    },
-    Connected {
-        handler: &'static str,
-        role: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        payload: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        role: Option<&'static str>,
     },
     /// A report was over the frame cap; nothing was sent. The glue throws it as a RangeError.
     TooLarge {
@@ -80,18 +84,7 @@ pub enum JsAction<'a> {
         delay_ms: Option<f64>,
     },
     Connection {
-        event: &'static str,
-        attempt: u32,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        role: Option<&'static str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        code: Option<u16>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        retry_in_ms: Option<f64>,
+        note: ConnectionNote<'a>,
     },
     Frame {
         direction: &'static str,
@@ -131,79 +124,30 @@ pub fn to_js(action: &Action) -> Option<JsAction<'_>> {
 }
 
 fn call_to_js(call: &Call) -> JsAction<'_> {
-    let handler = handler_name(call.handler());
-    match call {
-        Call::GetState { migration_id } => JsAction::GetState {
-            handler,
-            migration_id,
-        },
-        Call::InitialState {
-            payload,
-            migration_id,
-        } => JsAction::InitialState {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::CutoverReady {
-            payload,
-            migration_id,
-        } => JsAction::CutoverReady {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::CutoverApply {
-            payload,
-            migration_id,
-        } => JsAction::CutoverApply {
-            handler,
-            payload,
-            migration_id,
-        },
-        Call::Abort {
-            reason,
-            migration_id,
-        } => JsAction::Abort {
-            handler,
-            reason,
-            migration_id,
-        },
-        Call::Connected { role, migration_id } => JsAction::Connected {
-            handler,
-            role: role.as_str(),
-            migration_id: migration_id.as_deref(),
-        },
-    }
-}
-
-fn connection(event: &'static str, attempt: u32) -> JsAction<'static> {
-    JsAction::Connection {
-        event,
-        attempt,
-        role: None,
-        migration_id: None,
-        code: None,
-        reason: None,
-        retry_in_ms: None,
+    JsAction::Call {
+        handler: call.handler.name(),
+        migration_id: call.migration_id.as_deref(),
+        payload: call.payload.as_deref(),
+        reason: call.reason.as_deref(),
+        role: call.role.map(Role::as_str),
     }
 }
 
 fn note_to_js(note: &Note) -> JsAction<'_> {
     match note {
-        Note::Connecting { attempt } => connection("connecting", *attempt),
+        Note::Connecting { attempt } => JsAction::Connection {
+            note: ConnectionNote::Connecting { attempt: *attempt },
+        },
         Note::Connected {
             attempt,
             role,
             migration_id,
         } => JsAction::Connection {
-            event: "connected",
-            attempt: *attempt,
-            role: Some(role.as_str()),
-            migration_id: migration_id.as_deref(),
-            code: None,
-            reason: None,
-            retry_in_ms: None,
+            note: ConnectionNote::Connected {
+                attempt: *attempt,
+                role: role.as_str(),
+                migration_id: migration_id.as_deref(),
+            },
         },
         Note::Disconnected {
             attempt,
@@ -212,15 +156,17 @@ fn note_to_js(note: &Note) -> JsAction<'_> {
             retry_in_ms,
             migration_id,
         } => JsAction::Connection {
-            event: "disconnected",
-            attempt: *attempt,
-            role: None,
-            migration_id: migration_id.as_deref(),
-            code: *code,
-            reason: Some(reason),
-            retry_in_ms: *retry_in_ms,
+            note: ConnectionNote::Disconnected {
+                attempt: *attempt,
+                migration_id: migration_id.as_deref(),
+                code: *code,
+                reason,
+                retry_in_ms: *retry_in_ms,
+            },
         },
-        Note::Closed { attempt } => connection("closed", *attempt),
+        Note::Closed { attempt } => JsAction::Connection {
+            note: ConnectionNote::Closed { attempt: *attempt },
+        },
         Note::Frame {
             direction,
             type_name,
@@ -261,15 +207,28 @@ mod tests {
     #[test]
     fn the_json_has_the_objects_shape() {
         let actions = [
-            JsAction::CutoverReady {
+            JsAction::Call {
                 handler: "onCutoverReady",
-                payload: "{\"a\":[1]}",
-                migration_id: "m\"1",
+                migration_id: Some("m\"1"),
+                payload: Some("{\"a\":[1]}"),
+                reason: None,
+                role: None,
             },
-            JsAction::Connected {
+            JsAction::Call {
                 handler: "onConnected",
-                role: "source",
                 migration_id: None,
+                payload: None,
+                reason: None,
+                role: Some("source"),
+            },
+            JsAction::Connection {
+                note: ConnectionNote::Disconnected {
+                    attempt: 2,
+                    migration_id: None,
+                    code: Some(1006),
+                    reason: "gone",
+                    retry_in_ms: None,
+                },
             },
             JsAction::Open,
             JsAction::SetTimer { delay_ms: None },
@@ -282,8 +241,9 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).ok().as_deref(),
             Some(concat!(
-                r#"[{"kind":"CutoverReady","handler":"onCutoverReady","payload":"{\"a\":[1]}","migrationId":"m\"1"},"#,
-                r#"{"kind":"Connected","handler":"onConnected","role":"source"},"#,
+                r#"[{"kind":"Call","handler":"onCutoverReady","migrationId":"m\"1","payload":"{\"a\":[1]}"},"#,
+                r#"{"kind":"Call","handler":"onConnected","role":"source"},"#,
+                r#"{"kind":"Connection","note":{"event":"disconnected","attempt":2,"code":1006,"reason":"gone"}},"#,
                 r#"{"kind":"Open"},{"kind":"SetTimer"},{"kind":"SetTimer","delayMs":1.5}]"#
             ))
         );

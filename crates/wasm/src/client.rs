@@ -2,7 +2,7 @@
 //! timer the glue keeps for the core's next deadline.
 
 use crate::actions::{to_js, write_json, JsAction};
-use crate::wire::{Incoming, Wire};
+use crate::wire::{Incoming, SendError, Wire};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{
@@ -120,11 +120,11 @@ impl OwnSocket {
             Action::Send(out) => {
                 let sent = match self.wire.as_mut() {
                     Some(wire) => wire.send(&out.text, out.ping_after),
-                    None => Err("the connection is not open".to_owned()),
+                    None => Err(SendError::NotOpen),
                 };
                 if let Err(error) = sent {
                     // D11: the core decides what becomes of the frame.
-                    core.on_send_failed(out, &error, now);
+                    core.on_send_failed(out, &error.to_string(), now);
                 }
                 None
             }
@@ -466,32 +466,5 @@ fn unsent_at_end(core: &mut Protocol, buffered_amount: f64) {
     if buffered_amount > 0.0 {
         // Saturates: a socket's count is a whole number far below u64::MAX.
         core.on_unsent_at_end(buffered_amount as u64);
-    }
-}
-
-/// A handler by its number: its place in `HandlerKind::ALL`, which the glue keeps by name.
-pub fn handler_kind(n: u32) -> Option<HandlerKind> {
-    HandlerKind::ALL.get(n as usize).copied()
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::actions::handler_name;
-    use ctl_migration_core::protocol::HandlerKind;
-
-    /// lib/addon/wasm.js numbers the handlers in this order.
-    #[test]
-    fn the_glue_numbers_the_handlers_in_the_cores_order() {
-        assert_eq!(
-            HandlerKind::ALL.map(handler_name),
-            [
-                "onGetState",
-                "onInitialState",
-                "onCutoverReady",
-                "onCutoverApply",
-                "onAbort",
-                "onConnected"
-            ]
-        );
     }
 }

@@ -16,8 +16,8 @@ mod client;
 mod entropy;
 mod wire;
 
-use client::{handler_kind, Client, Ending, Options, Summary};
-use ctl_migration_core::protocol::{Protocol, Role};
+use client::{Client, Ending, Options, Summary};
+use ctl_migration_core::protocol::{HandlerKind, Protocol, Role};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -277,26 +277,26 @@ pub extern "C" fn ctl_abort(handle: u32, len: u32) -> u32 {
     })
 }
 
-/// The call to handler number `handler` (its place in the core's `HandlerKind::ALL`) ended as
-/// `ending` says (the glue's `Settled`, by number). The input holds the migration its action
+/// The call to a handler ended as `ending` says (the glue's `Settled`, by number). The input
+/// holds the handler's name as its action gave it (`handler_len` bytes), the migration the action
 /// named (`id_len` bytes) and then the ending's text (`text_len` bytes; -1 for none).
 #[no_mangle]
 pub extern "C" fn ctl_settle(
     handle: u32,
-    handler: u32,
     ending: u32,
+    handler_len: u32,
     id_len: u32,
     text_len: i32,
 ) -> u32 {
     event(handle, |client, input, out| {
-        let (Some(handler), Some(ending)) = (handler_kind(handler), Ending::from_number(ending))
-        else {
+        let handler = HandlerKind::parse(&text(input, 0, handler_len));
+        let (Some(handler), Some(ending)) = (handler, Ending::from_number(ending)) else {
             return;
         };
-        let migration_id = text(input, 0, id_len);
+        let migration_id = text(input, handler_len, id_len);
         let ended = u32::try_from(text_len)
             .ok()
-            .map(|len| text(input, id_len, len).into_owned());
+            .map(|len| text(input, handler_len.saturating_add(id_len), len).into_owned());
         client.settle(out, handler, &migration_id, ending, ended)
     })
 }

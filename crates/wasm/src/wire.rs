@@ -14,6 +14,30 @@ use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
+/// Why a frame could not be written: no open connection, or tungstenite's reason.
+#[derive(Debug)]
+pub enum SendError {
+    NotOpen,
+    Ws(WsError),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::NotOpen => f.write_str("the connection is not open"),
+            SendError::Ws(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SendError {}
+
+impl From<WsError> for SendError {
+    fn from(e: WsError) -> Self {
+        SendError::Ws(e)
+    }
+}
+
 /// The socket's bytes: what arrived and is not read yet, and what is to be written.
 #[derive(Default)]
 pub struct Pipe {
@@ -197,18 +221,18 @@ impl Wire {
 
     /// Sends `text` and, when the core asks for it (D13), the ping that proves the worker read it,
     /// in one write.
-    pub fn send(&mut self, text: &str, ping_after: Option<u64>) -> Result<(), String> {
+    pub fn send(&mut self, text: &str, ping_after: Option<u64>) -> Result<(), SendError> {
         let ws = self.open()?;
-        ws.write(Message::text(text)).map_err(|e| e.to_string())?;
+        ws.write(Message::text(text))?;
         if let Some(number) = ping_after {
-            ws.write(ping(number)).map_err(|e| e.to_string())?;
+            ws.write(ping(number))?;
         }
-        ws.flush().map_err(|e| e.to_string())
+        Ok(ws.flush()?)
     }
 
     /// A heartbeat ping carrying `number`.
-    pub fn ping(&mut self, number: u64) -> Result<(), String> {
-        self.open()?.send(ping(number)).map_err(|e| e.to_string())
+    pub fn ping(&mut self, number: u64) -> Result<(), SendError> {
+        Ok(self.open()?.send(ping(number))?)
     }
 
     /// The product's close: the close frame goes out, and the link ends.
@@ -230,10 +254,10 @@ impl Wire {
         matches!(self.link, Some(Link::Upgrading(_)))
     }
 
-    fn open(&mut self) -> Result<&mut WebSocket<Pipe>, String> {
+    fn open(&mut self) -> Result<&mut WebSocket<Pipe>, SendError> {
         match self.link.as_mut() {
             Some(Link::Open(ws)) => Ok(ws),
-            _ => Err("the connection is not open".to_owned()),
+            _ => Err(SendError::NotOpen),
         }
     }
 }

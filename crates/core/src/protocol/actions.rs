@@ -2,7 +2,7 @@
 //! the outcomes it is told, and the frames on their way out.
 
 pub use crate::error::TooLarge;
-use crate::frame_type::FrameType;
+pub use crate::frame_type::HandlerKind;
 use crate::frames::{JobFrame, MAX_FRAME_BYTES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,80 +20,55 @@ impl Role {
     }
 }
 
-/// A handler the transport is asked to call on the product's handlers object.
+/// A handler the transport is asked to call on the product's handlers object, with what it is
+/// called with: the frame's `payload` (JSON text), the abort's `reason`, or the `role` the
+/// hello-ack gave (D1), then the migration.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Call {
-    GetState {
-        migration_id: String,
-    },
-    InitialState {
-        payload: String,
-        migration_id: String,
-    },
-    CutoverReady {
-        payload: String,
-        migration_id: String,
-    },
-    CutoverApply {
-        payload: String,
-        migration_id: String,
-    },
-    Abort {
-        reason: String,
-        migration_id: String,
-    },
-    /// D1: after every hello-ack.
-    Connected {
-        role: Role,
-        migration_id: Option<String>,
-    },
+pub struct Call {
+    pub handler: HandlerKind,
+    /// Absent only for `onConnected` of a source before any migration.
+    pub migration_id: Option<String>,
+    pub payload: Option<String>,
+    pub reason: Option<String>,
+    pub role: Option<Role>,
 }
 
 impl Call {
-    pub fn handler(&self) -> HandlerKind {
-        match self {
-            Call::GetState { .. } => HandlerKind::GetState,
-            Call::InitialState { .. } => HandlerKind::InitialState,
-            Call::CutoverReady { .. } => HandlerKind::CutoverReady,
-            Call::CutoverApply { .. } => HandlerKind::CutoverApply,
-            Call::Abort { .. } => HandlerKind::Abort,
-            Call::Connected { .. } => HandlerKind::Connected,
+    /// A call with the migration alone (`onGetState`).
+    pub fn new(handler: HandlerKind, migration_id: String) -> Call {
+        Call {
+            handler,
+            migration_id: Some(migration_id),
+            payload: None,
+            reason: None,
+            role: None,
         }
     }
-}
 
-/// Which handler a [`Call`] is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HandlerKind {
-    GetState,
-    InitialState,
-    CutoverReady,
-    CutoverApply,
-    Abort,
-    Connected,
-}
+    /// A call with a frame's payload first.
+    pub fn with_payload(handler: HandlerKind, payload: String, migration_id: String) -> Call {
+        Call {
+            payload: Some(payload),
+            ..Call::new(handler, migration_id)
+        }
+    }
 
-impl HandlerKind {
-    /// Every kind, in a fixed order: a transport that cannot carry the type (the WebAssembly
-    /// build's exported functions) numbers them by their place here.
-    pub const ALL: [HandlerKind; 6] = [
-        HandlerKind::GetState,
-        HandlerKind::InitialState,
-        HandlerKind::CutoverReady,
-        HandlerKind::CutoverApply,
-        HandlerKind::Abort,
-        HandlerKind::Connected,
-    ];
+    /// `onAbort(reason, migrationId)`.
+    pub fn abort(reason: String, migration_id: String) -> Call {
+        Call {
+            reason: Some(reason),
+            ..Call::new(HandlerKind::Abort, migration_id)
+        }
+    }
 
-    /// The worker frame that leads to the call.
-    pub fn frame_type(self) -> FrameType {
-        match self {
-            HandlerKind::GetState => FrameType::GetState,
-            HandlerKind::InitialState => FrameType::InitialState,
-            HandlerKind::CutoverReady => FrameType::CutoverReady,
-            HandlerKind::CutoverApply => FrameType::CutoverApply,
-            HandlerKind::Abort => FrameType::Abort,
-            HandlerKind::Connected => FrameType::HelloAck,
+    /// D1: `onConnected(role, migrationId)`, after every hello-ack.
+    pub fn connected(role: Role, migration_id: Option<String>) -> Call {
+        Call {
+            handler: HandlerKind::Connected,
+            migration_id,
+            payload: None,
+            reason: None,
+            role: Some(role),
         }
     }
 }

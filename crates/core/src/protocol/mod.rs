@@ -311,30 +311,33 @@ impl Protocol {
                 payload,
             } => {
                 self.migration_id = Some(migration_id.clone());
-                self.call(Call::InitialState {
+                self.call(Call::with_payload(
+                    HandlerKind::InitialState,
                     payload,
                     migration_id,
-                });
+                ));
             }
             WorkerFrame::CutoverReady {
                 migration_id,
                 payload,
             } => {
                 self.migration_id = Some(migration_id.clone());
-                self.call(Call::CutoverReady {
+                self.call(Call::with_payload(
+                    HandlerKind::CutoverReady,
                     payload,
                     migration_id,
-                });
+                ));
             }
             WorkerFrame::CutoverApply {
                 migration_id,
                 payload,
             } => {
                 self.migration_id = Some(migration_id.clone());
-                self.call(Call::CutoverApply {
+                self.call(Call::with_payload(
+                    HandlerKind::CutoverApply,
                     payload,
                     migration_id,
-                });
+                ));
             }
             WorkerFrame::Abort {
                 migration_id,
@@ -349,10 +352,7 @@ impl Protocol {
                 {
                     self.state_request = None;
                 }
-                self.call(Call::Abort {
-                    reason,
-                    migration_id,
-                });
+                self.call(Call::abort(reason, migration_id));
             }
         }
     }
@@ -571,10 +571,7 @@ impl Protocol {
         if let Some(held) = self.held.take() {
             self.send_report(held);
         }
-        self.call(Call::Connected {
-            role: self.role,
-            migration_id: self.migration_id.clone(),
-        });
+        self.call(Call::connected(self.role, self.migration_id.clone()));
     }
 
     fn send(&mut self, out: Outbound) {

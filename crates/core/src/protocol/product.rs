@@ -144,7 +144,7 @@ impl Protocol {
             answered: false,
         });
         self.migration_id = Some(migration_id.clone());
-        self.call(Call::GetState { migration_id });
+        self.call(Call::new(HandlerKind::GetState, migration_id));
     }
 
     /// The one answer to the get-state in flight. The worker closes 4400 on an answer with none

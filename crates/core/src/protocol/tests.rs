@@ -146,9 +146,7 @@ fn every_propose_is_answered_exactly_once() {
         p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 0.0);
         assert_eq!(
             calls(&take(&mut p)),
-            vec![Call::GetState {
-                migration_id: "m".into()
-            }]
+            vec![Call::new(HandlerKind::GetState, "m".into())]
         );
         p.on_state_settled("m", outcome);
         assert_eq!(sent(&take(&mut p)), vec![want]);
@@ -251,8 +249,9 @@ fn only_the_latest_report_is_held_and_sent_right_after_the_next_ack() {
     // D1: onConnected comes after the held report went out.
     assert!(matches!(
         actions.last(),
-        Some(Action::Call(Call::Connected {
-            role: Role::Target,
+        Some(Action::Call(Call {
+            handler: HandlerKind::Connected,
+            role: Some(Role::Target),
             ..
         }))
     ));
