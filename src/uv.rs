@@ -177,17 +177,21 @@ impl Drop for Poll {
 mod tests {
     use super::*;
 
+    /// A test's own set-up fails it with the reason, as any other error would.
+    type Outcome = Result<(), Box<dyn std::error::Error>>;
+
     unsafe extern "C" fn never_called(_: *mut c_void, _: c_int, _: c_int) {}
 
     #[test]
-    fn outside_node_there_is_no_libuv_to_poll_with() {
+    fn outside_node_there_is_no_libuv_to_poll_with() -> Outcome {
         assert!(!available());
+        Ok(())
     }
 
     #[test]
-    fn starting_a_poll_without_libuv_says_so() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-        let socket = TcpStream::connect(listener.local_addr().expect("bound")).expect("connected");
+    fn starting_a_poll_without_libuv_says_so() -> Outcome {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let socket = TcpStream::connect(listener.local_addr()?)?;
         // SAFETY: no loop is touched: there is no libuv to call.
         let started = unsafe {
             Poll::start(
@@ -199,5 +203,6 @@ mod tests {
         };
         assert_eq!(started.err(), Some(PollError::NoLibuv));
         assert_eq!(PollError::NoLibuv.to_string(), "libuv is not available");
+        Ok(())
     }
 }

@@ -369,26 +369,27 @@ mod tests {
     use super::*;
     use std::net::TcpListener;
 
-    fn runtime() -> tokio::runtime::Runtime {
+    /// A test's own set-up fails it with the reason, as any other error would.
+    type Outcome = Result<(), Box<dyn std::error::Error>>;
+
+    fn runtime() -> io::Result<tokio::runtime::Runtime> {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .expect("a test runtime")
     }
 
     /// A connected loopback pair: ours as [`Tcp`], unregistered, and the peer's.
-    fn tcp_pair() -> (Tcp, std::net::TcpStream) {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-        let ours =
-            std::net::TcpStream::connect(listener.local_addr().expect("bound")).expect("connected");
-        ours.set_nonblocking(true).expect("non-blocking");
-        let (peer, _) = listener.accept().expect("accepted");
+    fn tcp_pair() -> io::Result<(Tcp, std::net::TcpStream)> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let ours = std::net::TcpStream::connect(listener.local_addr()?)?;
+        ours.set_nonblocking(true)?;
+        let (peer, _) = listener.accept()?;
         let tcp = Tcp {
             socket: ours,
             reactor: None,
             blocked: Interest::READABLE,
         };
-        (tcp, peer)
+        Ok((tcp, peer))
     }
 
     fn until_input_beyond(tcp: &Tcp, bytes: usize) {
@@ -400,83 +401,94 @@ mod tests {
     }
 
     #[test]
-    fn a_url_that_is_not_ws_or_wss_is_refused_with_tungstenites_sentence() {
-        let refused = runtime().block_on(connect("http://127.0.0.1:1/"));
+    fn a_url_that_is_not_ws_or_wss_is_refused_with_tungstenites_sentence() -> Outcome {
+        let refused = runtime()?.block_on(connect("http://127.0.0.1:1/"));
         assert_eq!(
             refused.err().map(|e| e.to_string()).as_deref(),
             Some("URL error: URL scheme not supported")
         );
+        Ok(())
     }
 
     #[test]
-    fn a_worker_that_is_not_listening_is_an_io_error() {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-        let url = format!("ws://{}/", listener.local_addr().expect("bound"));
+    fn a_worker_that_is_not_listening_is_an_io_error() -> Outcome {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let url = format!("ws://{}/", listener.local_addr()?);
         drop(listener);
-        let refused = runtime().block_on(connect(&url));
+        let refused = runtime()?.block_on(connect(&url));
         let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(message.starts_with("IO error: "), "{message}");
+        Ok(())
     }
 
     #[test]
-    fn a_read_with_nothing_there_would_block_and_remembers_it_was_reading() {
-        let (mut tcp, _peer) = tcp_pair();
+    fn a_read_with_nothing_there_would_block_and_remembers_it_was_reading() -> Outcome {
+        let (mut tcp, _peer) = tcp_pair()?;
         tcp.blocked = Interest::WRITABLE;
-        let error = tcp.read(&mut [0u8; 8]).expect_err("nothing to read");
+        let error = tcp
+            .read(&mut [0u8; 8])
+            .err()
+            .ok_or("a read with nothing there")?;
         assert!(would_block(&WsError::Io(error)));
         assert_eq!(tcp.blocked, Interest::READABLE);
+        Ok(())
     }
 
     #[test]
-    fn input_is_counted_without_being_taken() {
-        let (mut tcp, mut peer) = tcp_pair();
-        peer.write_all(b"0123456789").expect("written");
+    fn input_is_counted_without_being_taken() -> Outcome {
+        let (mut tcp, mut peer) = tcp_pair()?;
+        peer.write_all(b"0123456789")?;
         until_input_beyond(&tcp, 9);
         assert!(!tcp.has_input_beyond(10));
         let mut read = [0u8; 16];
-        assert_eq!(tcp.read(&mut read).expect("the input"), 10);
+        assert_eq!(tcp.read(&mut read)?, 10);
+        Ok(())
     }
 
     #[test]
-    fn a_peer_that_closed_counts_as_input() {
-        let (tcp, peer) = tcp_pair();
+    fn a_peer_that_closed_counts_as_input() -> Outcome {
+        let (tcp, peer) = tcp_pair()?;
         drop(peer);
         until_input_beyond(&tcp, PEEK_FOR_CLOSE);
+        Ok(())
     }
 
     /// However many bytes are asked about, the end of the stream is beyond them.
     const PEEK_FOR_CLOSE: usize = 30;
 
     #[test]
-    fn input_under_the_low_water_mark_wakes_no_poll_until_it_is_lowered() {
-        let (tcp, mut peer) = tcp_pair();
-        tcp.readable_from(11).expect("SO_RCVLOWAT");
-        peer.write_all(b"0123456789").expect("written");
+    fn input_under_the_low_water_mark_wakes_no_poll_until_it_is_lowered() -> Outcome {
+        let (tcp, mut peer) = tcp_pair()?;
+        tcp.readable_from(11)?;
+        peer.write_all(b"0123456789")?;
         until_input_beyond(&tcp, 9);
         assert!(!tcp.polls_readable());
-        tcp.readable_from(1).expect("SO_RCVLOWAT");
+        tcp.readable_from(1)?;
         assert!(tcp.polls_readable());
+        Ok(())
     }
 
     #[test]
-    fn dropping_the_socket_ends_the_connection_even_while_a_copy_is_polled() {
-        let (tcp, mut peer) = tcp_pair();
-        let copy = tcp.duplicate().expect("a copy");
+    fn dropping_the_socket_ends_the_connection_even_while_a_copy_is_polled() -> Outcome {
+        let (tcp, mut peer) = tcp_pair()?;
+        let copy = tcp.duplicate()?;
         drop(tcp);
-        assert_eq!(peer.read(&mut [0u8; 1]).expect("the end"), 0);
+        assert_eq!(peer.read(&mut [0u8; 1])?, 0);
         drop(copy);
+        Ok(())
     }
 
     #[test]
-    fn waiting_needs_the_socket_registered_with_the_runtime() {
-        let rt = runtime();
+    fn waiting_needs_the_socket_registered_with_the_runtime() -> Outcome {
+        let rt = runtime()?;
         let _guard = rt.enter();
-        let (mut tcp, _peer) = tcp_pair();
+        let (mut tcp, _peer) = tcp_pair()?;
         let mut cx = Context::from_waker(std::task::Waker::noop());
         assert!(matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))));
-        tcp.register().expect("registered");
+        tcp.register()?;
         assert!(tcp.poll_readable(&mut cx).is_pending());
         tcp.unregister();
         assert!(matches!(tcp.poll_blocked(&mut cx), Poll::Ready(Err(_))));
+        Ok(())
     }
 }

@@ -204,9 +204,8 @@ mod tests {
     fn a_delivery_counted_off_on_another_thread_frees_javascript_to_read() {
         let h = js_reading();
         let undelivered = h.delivering();
-        std::thread::spawn(move || drop(undelivered))
-            .join()
-            .expect("the JavaScript thread");
+        let dropped = std::thread::spawn(move || drop(undelivered)).join();
+        assert!(dropped.is_ok(), "the JavaScript thread");
         assert_eq!(h.js_turn(), JsTurn::Read);
     }
 

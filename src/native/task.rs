@@ -617,11 +617,12 @@ mod tests {
     }
 
     #[test]
-    fn a_write_that_must_wait_takes_the_socket_back_and_ends_when_the_worker_reads() {
+    fn a_write_that_must_wait_takes_the_socket_back_and_ends_when_the_worker_reads(
+    ) -> Result<(), &'static str> {
         let rt = runtime();
         let (mut state, worker) = connected_js_reading(&rt);
         // Fill the socket until a frame stays in tungstenite's buffer.
-        let ws = state.socket.as_mut().expect("open");
+        let ws = state.socket.as_mut().ok_or("no open socket")?;
         let mut frames = 0;
         loop {
             frames += 1;
@@ -643,8 +644,10 @@ mod tests {
                 let mut worker = worker;
                 let mut read = 0;
                 while read < frames {
-                    if let Message::Binary(_) = worker.read().expect("a frame") {
-                        read += 1;
+                    match worker.read() {
+                        Ok(Message::Binary(_)) => read += 1,
+                        Ok(_) => {}
+                        Err(e) => panic!("the worker's read: {e}"),
                     }
                 }
             });
@@ -652,7 +655,8 @@ mod tests {
             (flushed, reader)
         });
         assert!(flushed.0.is_ok());
-        flushed.1.join().expect("every frame read");
+        assert!(flushed.1.join().is_ok(), "every frame read");
+        Ok(())
     }
 
     /// Runs the connection task over `state` until it has done `queued` and its control queue
@@ -677,8 +681,8 @@ mod tests {
         let rt = runtime();
         let (state, mut worker) = connected_js_reading(&rt);
         let state = drive_through(&rt, state, |state| {
-            state.core.report_ready("{}".into()).expect("small");
-            state.core.abort("gone".into()).expect("small");
+            assert!(state.core.report_ready("{}".into()).is_ok());
+            assert!(state.core.abort("gone".into()).is_ok());
             route(state, Caller::Runtime);
             assert_eq!(state.queued_sends, 2);
         });
@@ -692,7 +696,7 @@ mod tests {
         let rt = runtime();
         let (state, _worker) = connected_js_reading(&rt);
         let state = drive_through(&rt, state, |state| {
-            state.core.report_ready("{}".into()).expect("small");
+            assert!(state.core.report_ready("{}".into()).is_ok());
             route(state, Caller::Runtime);
             state.generation += 1;
         });
