@@ -551,7 +551,7 @@ async fn close_unreadable<S: JsSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::native::tests::{connected_js_reading, next_text, runtime, Recorder};
+    use crate::native::tests::{connected_js_reading, next_text, runtime, Outcome, Recorder};
     use crate::native::{route, Caller};
     use tungstenite::error::{CapacityError, ProtocolError};
     use tungstenite::Message;
@@ -594,9 +594,9 @@ mod tests {
     }
 
     #[test]
-    fn a_write_for_an_ended_connection_is_never_made() {
-        let rt = runtime();
-        let (mut state, _worker) = connected_js_reading(&rt);
+    fn a_write_for_an_ended_connection_is_never_made() -> Outcome {
+        let rt = runtime()?;
+        let (mut state, _worker) = connected_js_reading(&rt)?;
         // A later connection is current: the frame queued for generation 0 is not its.
         state.generation = 1;
         let state = Mutex::new(state);
@@ -614,13 +614,13 @@ mod tests {
             Reader::JavaScript,
             "the socket stays where it was"
         );
+        Ok(())
     }
 
     #[test]
-    fn a_write_that_must_wait_takes_the_socket_back_and_ends_when_the_worker_reads(
-    ) -> Result<(), &'static str> {
-        let rt = runtime();
-        let (mut state, worker) = connected_js_reading(&rt);
+    fn a_write_that_must_wait_takes_the_socket_back_and_ends_when_the_worker_reads() -> Outcome {
+        let rt = runtime()?;
+        let (mut state, worker) = connected_js_reading(&rt)?;
         // Fill the socket until a frame stays in tungstenite's buffer.
         let ws = state.socket.as_mut().ok_or("no open socket")?;
         let mut frames = 0;
@@ -677,9 +677,9 @@ mod tests {
     }
 
     #[test]
-    fn the_task_writes_queued_frames_in_order_and_counts_them_off() {
-        let rt = runtime();
-        let (state, mut worker) = connected_js_reading(&rt);
+    fn the_task_writes_queued_frames_in_order_and_counts_them_off() -> Outcome {
+        let rt = runtime()?;
+        let (state, mut worker) = connected_js_reading(&rt)?;
         let state = drive_through(&rt, state, |state| {
             assert!(state.core.report_ready("{}".into()).is_ok());
             assert!(state.core.abort("gone".into()).is_ok());
@@ -687,14 +687,15 @@ mod tests {
             assert_eq!(state.queued_sends, 2);
         });
         assert_eq!(lock(&state).queued_sends, 0);
-        assert!(next_text(&mut worker).contains("target-ready"));
-        assert!(next_text(&mut worker).contains("abort"));
+        assert!(next_text(&mut worker)?.contains("target-ready"));
+        assert!(next_text(&mut worker)?.contains("abort"));
+        Ok(())
     }
 
     #[test]
-    fn a_queued_frame_for_an_ended_connection_is_counted_off_unsent() {
-        let rt = runtime();
-        let (state, _worker) = connected_js_reading(&rt);
+    fn a_queued_frame_for_an_ended_connection_is_counted_off_unsent() -> Outcome {
+        let rt = runtime()?;
+        let (state, _worker) = connected_js_reading(&rt)?;
         let state = drive_through(&rt, state, |state| {
             assert!(state.core.report_ready("{}".into()).is_ok());
             route(state, Caller::Runtime);
@@ -706,13 +707,15 @@ mod tests {
             state.socket.is_some(),
             "the current connection is left alone"
         );
+        Ok(())
     }
 
     #[test]
-    fn the_task_lets_go_of_javascript_when_it_ends() {
-        let rt = runtime();
+    fn the_task_lets_go_of_javascript_when_it_ends() -> Outcome {
+        let rt = runtime()?;
         let (state, _rx) = crate::native::tests::state();
         let state = drive_through(&rt, state, |_| {});
         assert!(lock(&state).js.is_none());
+        Ok(())
     }
 }

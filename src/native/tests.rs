@@ -13,6 +13,27 @@ use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::CloseFrame;
 use tungstenite::WebSocket;
 
+/// A test's own step that did not happen (a port, a connection, a frame, a socket that should be
+/// there): the test ends with an error naming it, as `?` carries it up.
+pub(super) type Outcome<T = ()> = Result<T, String>;
+
+/// `what` as the test's error when it is missing or failed.
+pub(super) trait OrFail<T> {
+    fn or_fail(self, what: &str) -> Outcome<T>;
+}
+
+impl<T> OrFail<T> for Option<T> {
+    fn or_fail(self, what: &str) -> Outcome<T> {
+        self.ok_or_else(|| format!("{what}: none"))
+    }
+}
+
+impl<T, E: std::fmt::Debug> OrFail<T> for Result<T, E> {
+    fn or_fail(self, what: &str) -> Outcome<T> {
+        self.map_err(|e| format!("{what}: {e:?}"))
+    }
+}
+
 /// The worker's end of a test connection: a blocking tungstenite server socket.
 pub(super) type Worker = WebSocket<std::net::TcpStream>;
 
@@ -67,27 +88,27 @@ pub(super) fn state() -> (State<Recorder>, mpsc::UnboundedReceiver<Control>) {
 }
 
 /// A runtime like the shared one (a reactor and a clock), on the test's thread.
-pub(super) fn runtime() -> tokio::runtime::Runtime {
+pub(super) fn runtime() -> Outcome<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("a test runtime")
+        .or_fail("a test runtime")
 }
 
 /// A WebSocket to a loopback worker, made by the transport's own `connect` (registered with
 /// `rt`'s reactor), and the worker's end of it.
-pub(super) fn pair(rt: &tokio::runtime::Runtime) -> (Ws, Worker) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+pub(super) fn pair(rt: &tokio::runtime::Runtime) -> Outcome<(Ws, Worker)> {
+    let listener = TcpListener::bind("127.0.0.1:0").or_fail("a loopback port")?;
     let url = format!(
         "ws://{}/instances/j/r",
-        listener.local_addr().expect("bound")
+        listener.local_addr().or_fail("bound")?
     );
     let worker = std::thread::spawn(move || {
-        let (socket, _) = listener.accept().expect("the client connects");
-        tungstenite::accept(socket).expect("the upgrade")
+        let (socket, _) = listener.accept().or_fail("the client connects")?;
+        tungstenite::accept(socket).or_fail("the upgrade")
     });
-    let ws = rt.block_on(connect(&url)).expect("connected");
-    (ws, worker.join().expect("the worker's thread"))
+    let ws = rt.block_on(connect(&url)).or_fail("connected")?;
+    Ok((ws, worker.join().or_fail("the worker's thread")??))
 }
 
 /// Waits until `ready` holds, failing the test (not hanging it) after a generous bound.
@@ -109,10 +130,10 @@ pub(super) fn arrived(ws: &Ws, bytes: usize) {
 }
 
 /// Reads the next text frame the worker was sent, skipping pings.
-pub(super) fn next_text(worker: &mut Worker) -> String {
+pub(super) fn next_text(worker: &mut Worker) -> Outcome<String> {
     loop {
-        match worker.read().expect("a frame from the client") {
-            Message::Text(text) => return text.as_str().to_owned(),
+        match worker.read().or_fail("a frame from the client")? {
+            Message::Text(text) => return Ok(text.as_str().to_owned()),
             _ => continue,
         }
     }
@@ -120,21 +141,23 @@ pub(super) fn next_text(worker: &mut Worker) -> String {
 
 /// A state whose core is connected (hello sent, hello-ack taken in, as a target of `m`), with
 /// the JavaScript thread reading the socket.
-pub(super) fn connected_js_reading(rt: &tokio::runtime::Runtime) -> (State<Recorder>, Worker) {
+pub(super) fn connected_js_reading(
+    rt: &tokio::runtime::Runtime,
+) -> Outcome<(State<Recorder>, Worker)> {
     let (mut state, _rx) = state();
-    let (ws, mut worker) = pair(rt);
+    let (ws, mut worker) = pair(rt)?;
     state.core.start(0.0);
     state.core.on_open(0.0);
     state.socket = Some(ws);
     route(&mut state, Caller::JavaScript);
-    assert!(next_text(&mut worker).contains(r#""type":"hello""#));
+    assert!(next_text(&mut worker)?.contains(r#""type":"hello""#));
     state.core.on_frame(
         r#"{"type":"hello-ack","migration":{"id":"m","side":"target"}}"#,
         0.0,
     );
     route(&mut state, Caller::JavaScript);
     assert!(state.handoff.offer() && state.handoff.accept());
-    (state, worker)
+    Ok((state, worker))
 }
 
 fn calls(work: &JsWork) -> Vec<&Call> {
@@ -148,29 +171,30 @@ fn calls(work: &JsWork) -> Vec<&Call> {
 }
 
 #[test]
-fn a_frame_from_the_javascript_thread_goes_straight_onto_the_socket() {
-    let rt = runtime();
+fn a_frame_from_the_javascript_thread_goes_straight_onto_the_socket() -> Outcome {
+    let rt = runtime()?;
     let (mut state, mut rx) = state();
-    let (ws, mut worker) = pair(&rt);
+    let (ws, mut worker) = pair(&rt)?;
     state.core.start(0.0);
     route(&mut state, Caller::JavaScript);
     assert!(matches!(rx.try_recv(), Ok(Control::Open)));
     state.socket = Some(ws);
     state.core.on_open(0.0);
     route(&mut state, Caller::JavaScript);
-    assert_eq!(next_text(&mut worker), r#"{"type":"hello","token":"tok"}"#);
+    assert_eq!(next_text(&mut worker)?, r#"{"type":"hello","token":"tok"}"#);
     assert_eq!(state.queued_sends, 0);
     assert!(
         !std::iter::from_fn(|| rx.try_recv().ok()).any(|c| matches!(c, Control::Send(..))),
         "nothing queued for the task"
     );
+    Ok(())
 }
 
 #[test]
-fn a_frame_queues_behind_frames_the_task_has_not_sent_yet() {
-    let rt = runtime();
+fn a_frame_queues_behind_frames_the_task_has_not_sent_yet() -> Outcome {
+    let rt = runtime()?;
     let (mut state, mut rx) = state();
-    let (ws, _worker) = pair(&rt);
+    let (ws, _worker) = pair(&rt)?;
     state.socket = Some(ws);
     state.core.start(0.0);
     state.core.on_open(0.0);
@@ -182,25 +206,27 @@ fn a_frame_queues_behind_frames_the_task_has_not_sent_yet() {
             Control::Send(out, generation) => Some((out.type_name, generation)),
             _ => None,
         })
-        .expect("the hello queued for the task");
+        .or_fail("the hello queued for the task")?;
     assert_eq!(queued, ("hello", 0));
+    Ok(())
 }
 
 #[test]
-fn the_runtime_thread_queues_every_frame_for_the_connection_task() {
-    let rt = runtime();
+fn the_runtime_thread_queues_every_frame_for_the_connection_task() -> Outcome {
+    let rt = runtime()?;
     let (mut state, mut rx) = state();
-    let (ws, _worker) = pair(&rt);
+    let (ws, _worker) = pair(&rt)?;
     state.socket = Some(ws);
     state.core.start(0.0);
     state.core.on_open(0.0);
     route(&mut state, Caller::Runtime);
     assert_eq!(state.queued_sends, 1);
     assert!(std::iter::from_fn(|| rx.try_recv().ok()).any(|c| matches!(c, Control::Send(..))));
+    Ok(())
 }
 
 #[test]
-fn a_frame_with_no_socket_is_queued_for_the_current_generation() {
+fn a_frame_with_no_socket_is_queued_for_the_current_generation() -> Outcome {
     let (mut state, mut rx) = state();
     state.generation = 3;
     state.core.start(0.0);
@@ -211,13 +237,15 @@ fn a_frame_with_no_socket_is_queued_for_the_current_generation() {
         _ => None,
     });
     assert_eq!(generation, Some(3));
+    Ok(())
 }
 
 #[test]
-fn ending_a_connection_counts_a_new_generation_and_gives_the_socket_back_to_the_runtime() {
-    let rt = runtime();
+fn ending_a_connection_counts_a_new_generation_and_gives_the_socket_back_to_the_runtime() -> Outcome
+{
+    let rt = runtime()?;
     let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt);
+    let (ws, _worker) = pair(&rt)?;
     state.socket = Some(ws);
     assert!(state.handoff.offer() && state.handoff.accept());
     state.pong_waits = true;
@@ -227,40 +255,43 @@ fn ending_a_connection_counts_a_new_generation_and_gives_the_socket_back_to_the_
     assert!(!state.pong_waits);
     assert!(state.end_connection().is_none(), "nothing left to end");
     assert_eq!(state.generation, 2);
+    Ok(())
 }
 
 #[test]
-fn the_state_is_handed_to_javascript_only_when_it_changed_and_numbered_in_order() {
-    let rt = runtime();
-    let (mut state, _worker) = connected_js_reading(&rt);
+fn the_state_is_handed_to_javascript_only_when_it_changed_and_numbered_in_order() -> Outcome {
+    let rt = runtime()?;
+    let (mut state, _worker) = connected_js_reading(&rt)?;
     assert_eq!(state.status.seq, 1, "connecting changed it once");
     assert_eq!(state.status.migration_id.as_deref(), Some("m"));
     assert_eq!(state.status.role, Role::Target);
     let work = route(&mut state, Caller::JavaScript);
     assert!(work.status.is_none(), "nothing changed");
     assert_eq!(state.status.seq, 1);
+    Ok(())
 }
 
 #[test]
-fn runtime_work_is_undelivered_until_javascript_runs_it() {
+fn runtime_work_is_undelivered_until_javascript_runs_it() -> Outcome {
     let (mut state, _rx) = state();
     assert!(state.handoff.offer() && state.handoff.accept());
     let work = JsWork {
         actions: vec![Action::Log("a line".into())],
         ..JsWork::default()
     };
-    let delivery = for_js(&state, work).expect("work to deliver");
+    let delivery = for_js(&state, work).or_fail("work to deliver")?;
     assert_eq!(state.handoff.js_turn(), JsTurn::AfterDeliveries);
     delivery.deliver();
-    let sink = state.js.clone().expect("the sink");
-    let delivered = lock(&sink.0).pop().expect("delivered");
+    let sink = state.js.clone().or_fail("the sink")?;
+    let delivered = lock(&sink.0).pop().or_fail("delivered")?;
     assert_eq!(state.handoff.js_turn(), JsTurn::AfterDeliveries);
     drop(delivered);
     assert_eq!(state.handoff.js_turn(), JsTurn::Read);
+    Ok(())
 }
 
 #[test]
-fn empty_work_or_no_one_to_tell_is_not_delivered() {
+fn empty_work_or_no_one_to_tell_is_not_delivered() -> Outcome {
     let (mut state, _rx) = state();
     assert!(for_js(&state, JsWork::default()).is_none());
     state.js = None;
@@ -269,27 +300,29 @@ fn empty_work_or_no_one_to_tell_is_not_delivered() {
         ..JsWork::default()
     };
     assert!(for_js(&state, work).is_none());
+    Ok(())
 }
 
 #[test]
-fn a_delivery_run_on_another_thread_lets_javascript_read_again() {
+fn a_delivery_run_on_another_thread_lets_javascript_read_again() -> Outcome {
     let (mut state, _rx) = state();
     assert!(state.handoff.offer() && state.handoff.accept());
     let work = JsWork {
         actions: vec![Action::Log("a line".into())],
         ..JsWork::default()
     };
-    let delivery = for_js(&state, work).expect("work to deliver");
+    let delivery = for_js(&state, work).or_fail("work to deliver")?;
     std::thread::spawn(move || drop(delivery.work))
         .join()
-        .expect("the JavaScript thread");
+        .or_fail("the JavaScript thread")?;
     assert_eq!(state.handoff.js_turn(), JsTurn::Read);
+    Ok(())
 }
 
 #[test]
-fn a_close_from_the_worker_ends_the_connection_for_a_clean_reply() {
-    let rt = runtime();
-    let (mut state, _worker) = connected_js_reading(&rt);
+fn a_close_from_the_worker_ends_the_connection_for_a_clean_reply() -> Outcome {
+    let rt = runtime()?;
+    let (mut state, _worker) = connected_js_reading(&rt)?;
     let read = feed_read(
         &mut state,
         Ok(Message::Close(Some(CloseFrame {
@@ -301,12 +334,13 @@ fn a_close_from_the_worker_ends_the_connection_for_a_clean_reply() {
     assert!(matches!(read, Read::Ended(_, _, Retire::Reply)));
     assert!(state.socket.is_none());
     assert_eq!(state.generation, 1);
+    Ok(())
 }
 
 #[test]
-fn an_oversized_frame_ends_the_connection_telling_the_worker_why() {
-    let rt = runtime();
-    let (mut state, _worker) = connected_js_reading(&rt);
+fn an_oversized_frame_ends_the_connection_telling_the_worker_why() -> Outcome {
+    let rt = runtime()?;
+    let (mut state, _worker) = connected_js_reading(&rt)?;
     let too_big = WsError::Capacity(tungstenite::error::CapacityError::MessageTooLong {
         size: MAX_FRAME_BYTES + 1,
         max_size: MAX_FRAME_BYTES,
@@ -316,29 +350,31 @@ fn an_oversized_frame_ends_the_connection_telling_the_worker_why() {
         read,
         Read::Ended(_, _, Retire::Unreadable(close_code::MESSAGE_TOO_BIG, _))
     ));
+    Ok(())
 }
 
 #[test]
-fn a_lost_connection_is_dropped_without_a_close_frame() {
-    let rt = runtime();
-    let (mut state, _worker) = connected_js_reading(&rt);
+fn a_lost_connection_is_dropped_without_a_close_frame() -> Outcome {
+    let rt = runtime()?;
+    let (mut state, _worker) = connected_js_reading(&rt)?;
     let reset = WsError::Io(std::io::ErrorKind::ConnectionReset.into());
     let read = feed_read(&mut state, Err(reset), Caller::Runtime);
     assert!(matches!(read, Read::Ended(_, _, Retire::Drop)));
+    Ok(())
 }
 
 #[test]
-fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() {
-    let rt = runtime();
-    let (state, mut worker) = connected_js_reading(&rt);
+fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() -> Outcome {
+    let rt = runtime()?;
+    let (state, mut worker) = connected_js_reading(&rt)?;
     let client = NativeClient {
         state: Arc::new(Mutex::new(state)),
     };
     let get_state = r#"{"type":"get-state","migrationId":"m"}"#;
-    worker.send(Message::text(get_state)).expect("sent");
+    worker.send(Message::text(get_state)).or_fail("sent")?;
     let held = {
         let state = lock(&client.state);
-        arrived(state.socket.as_ref().expect("open"), 2 + get_state.len());
+        arrived(state.socket.as_ref().or_fail("open")?, 2 + get_state.len());
         state.handoff.delivering()
     };
     assert!(matches!(client.read_on_js_thread(), JsRead::Nothing));
@@ -347,12 +383,13 @@ fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() {
         panic!("the frame is read once the delivery ran");
     };
     assert_eq!(calls(&work).len(), 1, "the get-state's handler");
+    Ok(())
 }
 
 #[test]
-fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() {
-    let rt = runtime();
-    let (state, mut worker) = connected_js_reading(&rt);
+fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() -> Outcome {
+    let rt = runtime()?;
+    let (state, mut worker) = connected_js_reading(&rt)?;
     let client = NativeClient {
         state: Arc::new(Mutex::new(state)),
     };
@@ -361,18 +398,18 @@ fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() {
             .send(Message::text(format!(
                 r#"{{"type":"cutover-ready","migrationId":"m","payload":"{id}"}}"#
             )))
-            .expect("sent");
+            .or_fail("sent")?;
     }
     let runtime_read = {
         let mut state = lock(&client.state);
         let first = r#"{"type":"cutover-ready","migrationId":"m","payload":"first"}"#;
         arrived(
-            state.socket.as_ref().expect("open"),
+            state.socket.as_ref().or_fail("open")?,
             (2 + first.len()) * 2 + 1,
         );
         // The runtime thread takes the socket back and reads one; JavaScript reads the next.
         let _guard = rt.enter();
-        state.reclaim().expect("registered");
+        state.reclaim().or_fail("registered")?;
         let read = read_one(&mut state, Caller::Runtime);
         assert!(state.handoff.offer() && state.handoff.accept());
         read
@@ -386,27 +423,29 @@ fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() {
     let payload = |work: &JsWork| format!("{:?}", calls(work));
     assert!(payload(&first).contains("first"), "{}", payload(&first));
     assert!(payload(&second).contains("second"), "{}", payload(&second));
+    Ok(())
 }
 
 #[test]
-fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_back() {
-    let rt = runtime();
-    let (state, _worker) = connected_js_reading(&rt);
+fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_back() -> Outcome {
+    let rt = runtime()?;
+    let (state, _worker) = connected_js_reading(&rt)?;
     let client = NativeClient {
         state: Arc::new(Mutex::new(state)),
     };
     {
         let _guard = rt.enter();
-        lock(&client.state).reclaim().expect("registered");
+        lock(&client.state).reclaim().or_fail("registered")?;
     }
     assert!(matches!(client.read_on_js_thread(), JsRead::NotReader));
+    Ok(())
 }
 
 #[test]
-fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() {
-    let rt = runtime();
+fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() -> Outcome {
+    let rt = runtime()?;
     let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt);
+    let (ws, _worker) = pair(&rt)?;
     state.socket = Some(ws);
     let client = NativeClient {
         state: Arc::new(Mutex::new(state)),
@@ -416,152 +455,160 @@ fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() 
     let js = client.clone();
     let copy = std::thread::spawn(move || js.accept_offer())
         .join()
-        .expect("the JavaScript thread");
+        .or_fail("the JavaScript thread")?;
     assert!(copy.is_some(), "a copy of the socket to poll");
     let mut cx = Context::from_waker(Waker::noop());
     let state = lock(&client.state);
-    let tcp = state.socket.as_ref().expect("open").get_ref().tcp();
+    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
     assert!(
         matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))),
         "no longer in the runtime's reactor"
     );
     assert_eq!(state.handoff.reader(), Reader::JavaScript);
+    Ok(())
 }
 
 #[test]
-fn reclaiming_registers_the_socket_with_the_runtime_again() {
-    let rt = runtime();
-    let (mut state, _worker) = connected_js_reading(&rt);
+fn reclaiming_registers_the_socket_with_the_runtime_again() -> Outcome {
+    let rt = runtime()?;
+    let (mut state, _worker) = connected_js_reading(&rt)?;
     state
         .socket
         .as_mut()
-        .expect("open")
+        .or_fail("open")?
         .get_mut()
         .tcp_mut()
         .unregister();
     let _guard = rt.enter();
-    state.reclaim().expect("registered");
+    state.reclaim().or_fail("registered")?;
     let mut cx = Context::from_waker(Waker::noop());
-    let tcp = state.socket.as_ref().expect("open").get_ref().tcp();
+    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
     assert!(
         !matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))),
         "the runtime's reactor waits for it"
     );
     assert_eq!(state.handoff.reader(), Reader::Runtime);
+    Ok(())
 }
 
 #[test]
-fn javascript_is_behind_only_with_input_it_left_unread() {
-    let rt = runtime();
-    let (state, mut worker) = connected_js_reading(&rt);
+fn javascript_is_behind_only_with_input_it_left_unread() -> Outcome {
+    let rt = runtime()?;
+    let (state, mut worker) = connected_js_reading(&rt)?;
     assert!(!state.javascript_behind());
-    worker.send(Message::text("{}")).expect("sent");
-    arrived(state.socket.as_ref().expect("open"), 4);
+    worker.send(Message::text("{}")).or_fail("sent")?;
+    arrived(state.socket.as_ref().or_fail("open")?, 4);
     assert!(state.javascript_behind());
+    Ok(())
 }
 
 /// A connected target that sent a report with a ping after it (D13): the core lets its pong
 /// wait.
-fn reported(rt: &tokio::runtime::Runtime) -> (State<Recorder>, Worker) {
-    let (mut state, mut worker) = connected_js_reading(rt);
+fn reported(rt: &tokio::runtime::Runtime) -> Outcome<(State<Recorder>, Worker)> {
+    let (mut state, mut worker) = connected_js_reading(rt)?;
     state
         .core
         .report_ready("{}".into())
-        .expect("a small report");
+        .or_fail("a small report")?;
     route(&mut state, Caller::JavaScript);
-    assert!(next_text(&mut worker).contains("target-ready"));
+    assert!(next_text(&mut worker)?.contains("target-ready"));
     assert!(state.core.pong_may_wait());
-    (state, worker)
+    Ok((state, worker))
 }
 
 #[test]
-fn a_report_pong_alone_does_not_wake_javascript_while_the_core_lets_it_wait() {
-    let rt = runtime();
-    let (state, mut worker) = reported(&rt);
+fn a_report_pong_alone_does_not_wake_javascript_while_the_core_lets_it_wait() -> Outcome {
+    let rt = runtime()?;
+    let (state, mut worker) = reported(&rt)?;
     assert!(state.pong_waits, "the wait follows the report");
     worker
         .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .expect("sent");
-    arrived(state.socket.as_ref().expect("open"), PONG_BYTES);
+        .or_fail("sent")?;
+    arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES);
     assert!(
         !state.javascript_behind(),
         "a pong is not input left unread"
     );
-    let fd = state.socket.as_ref().expect("open").get_ref().tcp();
+    let fd = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
     assert!(
         !fd.polls_readable(),
         "SO_RCVLOWAT keeps the pong from waking the poll"
     );
+    Ok(())
 }
 
 #[test]
-fn a_frame_after_a_waiting_pong_wakes_javascript() {
-    let rt = runtime();
-    let (state, mut worker) = reported(&rt);
+fn a_frame_after_a_waiting_pong_wakes_javascript() -> Outcome {
+    let rt = runtime()?;
+    let (state, mut worker) = reported(&rt)?;
     worker
         .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .expect("sent");
-    worker.send(Message::text("{}")).expect("sent");
-    arrived(state.socket.as_ref().expect("open"), PONG_BYTES + 4);
+        .or_fail("sent")?;
+    worker.send(Message::text("{}")).or_fail("sent")?;
+    arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES + 4);
     assert!(state.javascript_behind());
     assert!(state
         .socket
         .as_ref()
-        .expect("open")
+        .or_fail("open")?
         .get_ref()
         .tcp()
         .polls_readable());
+    Ok(())
 }
 
 #[test]
-fn the_runtime_thread_never_lets_a_pong_wait() {
-    let rt = runtime();
-    let (mut state, mut worker) = reported(&rt);
+fn the_runtime_thread_never_lets_a_pong_wait() -> Outcome {
+    let rt = runtime()?;
+    let (mut state, mut worker) = reported(&rt)?;
     let _guard = rt.enter();
-    state.reclaim().expect("registered");
+    state.reclaim().or_fail("registered")?;
     assert!(!state.pong_waits);
     worker
         .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .expect("sent");
-    arrived(state.socket.as_ref().expect("open"), PONG_BYTES);
+        .or_fail("sent")?;
+    arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES);
     assert!(state
         .socket
         .as_ref()
-        .expect("open")
+        .or_fail("open")?
         .get_ref()
         .tcp()
         .polls_readable());
+    Ok(())
 }
 
 #[test]
-fn an_offer_made_before_the_connection_ended_is_not_taken_on_the_next() {
-    let rt = runtime();
+fn an_offer_made_before_the_connection_ended_is_not_taken_on_the_next() -> Outcome {
+    let rt = runtime()?;
     let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt);
+    let (ws, _worker) = pair(&rt)?;
     state.socket = Some(ws);
     assert!(state.handoff.offer());
     drop(state.end_connection());
-    let (ws, _worker) = pair(&rt);
+    let (ws, _worker) = pair(&rt)?;
     state.socket = Some(ws);
     let client = NativeClient {
         state: Arc::new(Mutex::new(state)),
     };
     assert!(client.accept_offer().is_none());
     assert_eq!(lock(&client.state).handoff.reader(), Reader::Runtime);
+    Ok(())
 }
 
 #[test]
-fn a_connection_dropped_while_javascript_polls_its_copy_ends_at_once() {
-    let rt = runtime();
+fn a_connection_dropped_while_javascript_polls_its_copy_ends_at_once() -> Outcome {
+    let rt = runtime()?;
     let (mut state, _rx) = state();
-    let (ws, mut worker) = pair(&rt);
+    let (ws, mut worker) = pair(&rt)?;
     state.socket = Some(ws);
     assert!(state.handoff.offer());
     let client = NativeClient {
         state: Arc::new(Mutex::new(state)),
     };
-    let copy = client.accept_offer().expect("JavaScript's copy");
+    let copy = client.accept_offer().or_fail("JavaScript's copy")?;
     drop(lock(&client.state).end_connection());
     assert!(worker.read().is_err(), "the worker sees the connection end");
     drop(copy);
+    Ok(())
 }
