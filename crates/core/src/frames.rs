@@ -111,14 +111,16 @@ impl WorkerFrame {
 }
 
 /// A participant that could not apply its part of a handover.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct FailedPart {
     pub id: String,
     pub reason: String,
 }
 
-/// The optional envelope fields of `target-applied`.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// The optional envelope fields of `target-applied`; deserialized from the JSON shape of
+/// `reportApplied`'s summary (D6), as a binding that takes it as text does.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AppliedSummary {
     pub applied: Option<Vec<String>>,
     pub failed: Option<Vec<FailedPart>>,

@@ -4,7 +4,6 @@
 use crate::actions::{to_js, write_json, JsAction};
 use crate::wire::{Incoming, SendError, Wire};
 use ctl_migration_core::close_code;
-use ctl_migration_core::frames::{AppliedSummary, FailedPart};
 use ctl_migration_core::protocol::{
     timer_delay_ms, Action, Config, HandlerKind, HandlerOutcome, Observed, Protocol, StateOutcome,
     TooLarge,
@@ -26,39 +25,6 @@ pub struct Options {
     pub heartbeat_ms: f64,
     /// 0 disables. Only with the module's own socket: a WHATWG socket connects as it will.
     pub connect_timeout_ms: f64,
-}
-
-/// `reportApplied`'s summary, checked by the glue (`JsAppliedSummary`).
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct Summary {
-    applied: Option<Vec<String>>,
-    failed: Option<Vec<Failed>>,
-    skew_ms: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct Failed {
-    id: String,
-    reason: String,
-}
-
-impl From<Summary> for AppliedSummary {
-    fn from(s: Summary) -> Self {
-        AppliedSummary {
-            applied: s.applied,
-            failed: s.failed.map(|parts| {
-                parts
-                    .into_iter()
-                    .map(|p| FailedPart {
-                        id: p.id,
-                        reason: p.reason,
-                    })
-                    .collect()
-            }),
-            skew_ms: s.skew_ms,
-        }
-    }
 }
 
 /// How a handler the glue called ended: the glue's `Settled`, by number.

@@ -16,7 +16,8 @@ mod client;
 mod entropy;
 mod wire;
 
-use client::{Client, Ending, Options, Summary};
+use client::{Client, Ending, Options};
+use ctl_migration_core::frames::AppliedSummary;
 use ctl_migration_core::protocol::{HandlerKind, Protocol, Role};
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -262,10 +263,10 @@ pub extern "C" fn ctl_report_stopped_output(handle: u32, len: u32) -> u32 {
 pub extern "C" fn ctl_report_applied(handle: u32, len: u32) -> u32 {
     event(handle, |client, input, out| {
         let summary = match len {
-            0 => Summary::default(),
+            0 => AppliedSummary::default(),
             _ => serde_json::from_str(&text(input, 0, len)).unwrap_or_default(),
         };
-        client.report(out, |core| core.report_applied(summary.into()))
+        client.report(out, |core| core.report_applied(summary))
     })
 }
 
