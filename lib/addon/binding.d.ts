@@ -69,7 +69,10 @@ export declare class Client {
   timerFired(nowMs: number): Array<JsAction>
 }
 
-/** What `connectMigration` was given, resolved to values by the glue. */
+/**
+ * What `connectMigration` was given, resolved to values by the glue: the core's
+ * `Options`.
+ */
 export interface ClientOptions {
   url: string
   token: string
@@ -77,12 +80,7 @@ export interface ClientOptions {
   reconnectMinMs: number
   reconnectMaxMs: number
   reconnectJitter: number
-  /** 0 disables. The native transport only: a WHATWG socket cannot ping. */
   heartbeatMs: number
-  /**
-   * 0 disables. The native transport only: with a JavaScript socket connecting is the
-   * socket's business, as with the JavaScript client.
-   */
   connectTimeoutMs: number
 }
 

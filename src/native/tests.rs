@@ -5,7 +5,7 @@
 use super::*;
 use crate::wire::connect;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
-use ctl_migration_core::protocol::{Call, Config};
+use ctl_migration_core::protocol::{Call, Config, Options};
 use std::net::TcpListener;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -14,23 +14,41 @@ use tungstenite::protocol::CloseFrame;
 use tungstenite::WebSocket;
 
 /// A test's own step that did not happen (a port, a connection, a frame, a socket that should be
-/// there): the test ends with an error naming it, as `?` carries it up.
-pub(super) type Outcome<T = ()> = Result<T, String>;
+/// there): the test ends with it, as `?` carries it up, and the harness prints which step and
+/// what came instead.
+pub(super) struct StepFailed {
+    step: &'static str,
+    instead: String,
+}
 
-/// `what` as the test's error when it is missing or failed.
+impl std::fmt::Debug for StepFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.step, self.instead)
+    }
+}
+
+pub(super) type Outcome<T = ()> = Result<T, StepFailed>;
+
+/// `step` as the test's error when it is missing or failed.
 pub(super) trait OrFail<T> {
-    fn or_fail(self, what: &str) -> Outcome<T>;
+    fn or_fail(self, step: &'static str) -> Outcome<T>;
 }
 
 impl<T> OrFail<T> for Option<T> {
-    fn or_fail(self, what: &str) -> Outcome<T> {
-        self.ok_or_else(|| format!("{what}: none"))
+    fn or_fail(self, step: &'static str) -> Outcome<T> {
+        self.ok_or_else(|| StepFailed {
+            step,
+            instead: "none".to_owned(),
+        })
     }
 }
 
 impl<T, E: std::fmt::Debug> OrFail<T> for Result<T, E> {
-    fn or_fail(self, what: &str) -> Outcome<T> {
-        self.map_err(|e| format!("{what}: {e:?}"))
+    fn or_fail(self, step: &'static str) -> Outcome<T> {
+        self.map_err(|e| StepFailed {
+            step,
+            instead: format!("{e:?}"),
+        })
     }
 }
 
@@ -50,15 +68,17 @@ impl JsSink for Recorder {
 /// A core as the native transport makes it: heartbeat on (so JavaScript may read), D13 on.
 pub(super) fn core() -> Protocol {
     Protocol::new(Config {
-        url: "ws://127.0.0.1/instances/j/r".into(),
-        token: "tok".into(),
-        name: "test".into(),
-        reconnect_min_ms: 1000.0,
-        reconnect_max_ms: 30000.0,
-        reconnect_jitter: 0.0,
+        options: Options {
+            url: "ws://127.0.0.1/instances/j/r".into(),
+            token: "tok".into(),
+            name: "test".into(),
+            reconnect_min_ms: 1000.0,
+            reconnect_max_ms: 30000.0,
+            reconnect_jitter: 0.0,
+            heartbeat_ms: 5000.0,
+            connect_timeout_ms: 0.0,
+        },
         seed: 7,
-        heartbeat_ms: 5000.0,
-        connect_timeout_ms: 0.0,
         confirm_by_ping: true,
     })
 }

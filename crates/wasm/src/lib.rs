@@ -16,9 +16,9 @@ mod client;
 mod entropy;
 mod wire;
 
-use client::{Client, Ending, Options};
+use client::{Client, Ending};
 use ctl_migration_core::frames::AppliedSummary;
-use ctl_migration_core::protocol::{HandlerKind, Protocol, Role};
+use ctl_migration_core::protocol::{HandlerKind, Options, Protocol, Role};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -27,31 +27,83 @@ use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone)]
-pub struct Config {
+/// Declares [`Options`] once, for the core and for the Node-API binding, whose `#[napi(object)]`
+/// must be declared in its own crate: [`with_options!`](crate::with_options) hands it the list.
+macro_rules! options {
+    ($($(#[doc = $doc:tt])* $field:ident: $ty:ident,)+) => {
+        /// What the product gave `connectMigration`, resolved to values by the glue: the same on
+        /// both builds (the WebAssembly build reads it as JSON, camelCase, as JavaScript has it).
+        #[derive(Debug, Clone, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct Options {
+            $($(#[doc = $doc])* pub $field: $ty,)+
+        }
+
+        /// Calls `$callback! { field: Type, … }` with every field of [`Options`], for a binding
+        /// that must declare its own struct of them (napi's `object`; without the docs, which
+        /// napi would print as the raw strings macros pass them as).
+        #[macro_export]
+        macro_rules! with_options {
+            ($callback:ident) => {
+                $callback! { $($field: $ty,)+ }
+            };
+        }
+    };
+}
+
+options! {
     /// The worker's URL; only ever logged (the token travels in the hello, never in the URL).
-    pub url: String,
-    pub token: String,
+    url: String,
+    token: String,
     /// How the product is named in a refusal the client makes for it.
-    pub name: String,
-    pub reconnect_min_ms: f64,
-    pub reconnect_max_ms: f64,
+    name: String,
+    reconnect_min_ms: f64,
+    reconnect_max_ms: f64,
     /// Each reconnect delay is drawn uniformly from [d·(1 − jitter), d]; 0 keeps the
     /// reference's exact schedule.
-    pub reconnect_jitter: f64,
+    reconnect_jitter: f64,
+    /// Ping the worker this often while a socket is open, and declare a socket dead that has
+    /// carried nothing (no frame, no pong) for twice as long; 0 disables. Only on a socket the
+    /// client owns (the native transport's, the WebAssembly build's own): a WHATWG socket
+    /// cannot ping.
+    heartbeat_ms: f64,
+    /// A connect attempt (TCP, upgrade, hello-ack) that takes longer than this has failed;
+    /// 0 disables. Only on a socket the client owns: a WHATWG socket connects as it will, as
+    /// with the JavaScript client.
+    connect_timeout_ms: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub options: Options,
     /// Seeds the jitter's random draws; the core keeps no clock and no entropy of its own.
     pub seed: u64,
-    /// Ping the worker this often while a socket is open, and declare a socket dead that has
-    /// carried nothing (no frame, no pong) for twice as long; 0 turns both off. Only a
-    /// transport that can ping uses it: a WHATWG socket cannot.
-    pub heartbeat_ms: f64,
-    /// A connect attempt (TCP, upgrade, hello-ack) that takes longer than this has failed;
-    /// 0 turns it off.
-    pub connect_timeout_ms: f64,
     /// D13: the transport can ping (the native one), so a report counts as delivered only once
     /// the pong to a ping sent right after it comes back. Without (a WHATWG socket), a report
     /// counts as delivered once it left the socket's buffer.
     pub confirm_by_ping: bool,
+}
+
+impl Config {
+    /// The configuration for a transport: `owns_socket` (the native one, or the WebAssembly
+    /// build's own WebSocket) keeps the heartbeat and the connect timeout, which a WHATWG socket
+    /// cannot have; `confirm_by_ping` as [`Config::confirm_by_ping`].
+    pub fn for_transport(
+        mut options: Options,
+        seed: u64,
+        owns_socket: bool,
+        confirm_by_ping: bool,
+    ) -> Config {
+        if !owns_socket {
+            options.heartbeat_ms = 0.0;
+            options.connect_timeout_ms = 0.0;
+        }
+        Config {
+            options,
+            seed,
+            confirm_by_ping,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,7 +302,10 @@ impl Protocol {
         self.socket = Socket::None;
         self.state_request = None;
         self.stop_liveness();
-        self.log(format!("connect to {} failed: {error}", self.cfg.url));
+        self.log(format!(
+            "connect to {} failed: {error}",
+            self.cfg.options.url
+        ));
         let retry_in_ms = self.schedule_reconnect(None);
         self.note_disconnected(None, || error.to_owned(), retry_in_ms);
     }
@@ -267,7 +322,7 @@ impl Protocol {
             self.arm(Deadline::Silence, limit);
         }
         let hello = JobFrame::Hello {
-            token: self.cfg.token.clone(),
+            token: self.cfg.options.token.clone(),
         };
         self.send(outbound(&hello));
     }
@@ -381,7 +436,7 @@ impl Protocol {
                 None
             }
             close_code::UNAUTHORIZED => {
-                let delay = self.cfg.reconnect_max_ms;
+                let delay = self.cfg.options.reconnect_max_ms;
                 self.log(format!(
                     "the worker refused the token or the instance (4401); retrying in {} ms",
                     display_ms(delay)
@@ -511,7 +566,7 @@ impl Protocol {
         if matches!(self.socket, Socket::Live { .. }) {
             self.socket = Socket::None;
             self.actions.push_back(Action::Close {
-                code: Some(1000),
+                code: Some(close_code::NORMAL),
                 reason: Some("job closing"),
             });
         }
@@ -534,8 +589,8 @@ impl Protocol {
                 attempt: self.attempts,
             });
         }
-        if self.cfg.connect_timeout_ms > 0.0 {
-            self.arm(Deadline::Connect, self.cfg.connect_timeout_ms);
+        if self.cfg.options.connect_timeout_ms > 0.0 {
+            self.arm(Deadline::Connect, self.cfg.options.connect_timeout_ms);
         }
     }
 

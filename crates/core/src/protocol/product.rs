@@ -17,7 +17,7 @@ impl Protocol {
             StateOutcome::Missing => {
                 let reason = format!(
                     "{} registered no onGetState handler (connectMigration without onGetState); it cannot hand over",
-                    self.cfg.name
+                    self.cfg.options.name
                 );
                 self.log(format!("get-state for {migration_id}: {reason}; refusing"));
                 self.answer_state(refusal(reason));

@@ -3,17 +3,26 @@ use crate::frames::MAX_FRAME_BYTES;
 
 fn core() -> Protocol {
     Protocol::new(Config {
-        url: "ws://worker/instances/j/r".into(),
-        token: "tok".into(),
-        name: "demo".into(),
-        reconnect_min_ms: 1000.0,
-        reconnect_max_ms: 30000.0,
-        reconnect_jitter: 0.0,
+        options: Options {
+            url: "ws://worker/instances/j/r".into(),
+            token: "tok".into(),
+            name: "demo".into(),
+            reconnect_min_ms: 1000.0,
+            reconnect_max_ms: 30000.0,
+            reconnect_jitter: 0.0,
+            heartbeat_ms: 0.0,
+            connect_timeout_ms: 0.0,
+        },
         seed: 7,
-        heartbeat_ms: 0.0,
-        connect_timeout_ms: 0.0,
         confirm_by_ping: false,
     })
+}
+
+/// A core as [`core`] makes it but for the options `change` makes.
+fn core_with(change: impl FnOnce(&mut Options)) -> Protocol {
+    let mut cfg = core().cfg;
+    change(&mut cfg.options);
+    Protocol::new(cfg)
 }
 
 fn take(p: &mut Protocol) -> Vec<Action> {
@@ -281,10 +290,7 @@ fn backoff_doubles_to_the_cap_and_an_ack_resets_it() {
 
 #[test]
 fn jitter_draws_each_delay_from_the_lower_part_of_its_window() {
-    let mut p = Protocol::new(Config {
-        reconnect_jitter: 0.2,
-        ..core().cfg
-    });
+    let mut p = core_with(|o| o.reconnect_jitter = 0.2);
     p.start(0.0);
     let mut delays = Vec::new();
     let mut now = 0.0;
@@ -762,10 +768,9 @@ struct Clocked {
 impl Clocked {
     fn new(heartbeat_ms: f64, connect_timeout_ms: f64) -> Self {
         let mut c = Clocked {
-            p: Protocol::new(Config {
-                heartbeat_ms,
-                connect_timeout_ms,
-                ..core().cfg
+            p: core_with(|o| {
+                o.heartbeat_ms = heartbeat_ms;
+                o.connect_timeout_ms = connect_timeout_ms;
             }),
             now: 0.0,
             log: Vec::new(),
