@@ -86,24 +86,7 @@ pub(super) fn core() -> Protocol {
 /// A state with no socket yet, the JavaScript thread able to read sockets.
 pub(super) fn state() -> (State<Recorder>, mpsc::UnboundedReceiver<Control>) {
     let (control, rx) = mpsc::unbounded_channel();
-    let state = State {
-        core: core(),
-        socket: None,
-        handoff: Handoff::new(true),
-        queued_sends: 0,
-        generation: 0,
-        control,
-        js: Some(Arc::new(Recorder::default())),
-        status: Status {
-            seq: 0,
-            role: Role::Source,
-            migration_id: None,
-            connected: false,
-        },
-        epoch: Instant::now(),
-        timer_at: None,
-        pong_waits: false,
-    };
+    let state = State::new(core(), true, control, Arc::new(Recorder::default()));
     (state, rx)
 }
 
@@ -536,22 +519,32 @@ fn reported(rt: &tokio::runtime::Runtime) -> Outcome<(State<Recorder>, Worker)> 
     Ok((state, worker))
 }
 
+/// The worker answers the report's ping (number 1).
+fn pong(worker: &mut Worker) -> Outcome {
+    worker
+        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
+        .or_fail("the pong sent")
+}
+
+/// Whether the client's socket would wake a poll for reading now.
+fn polls_readable(state: &State<Recorder>) -> Outcome<bool> {
+    let ws = state.socket.as_ref().or_fail("open")?;
+    Ok(ws.get_ref().tcp().polls_readable())
+}
+
 #[test]
 fn a_report_pong_alone_does_not_wake_javascript_while_the_core_lets_it_wait() -> Outcome {
     let rt = runtime()?;
     let (state, mut worker) = reported(&rt)?;
     assert!(state.pong_waits, "the wait follows the report");
-    worker
-        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .or_fail("sent")?;
+    pong(&mut worker)?;
     arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES);
     assert!(
         !state.javascript_behind(),
         "a pong is not input left unread"
     );
-    let fd = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
     assert!(
-        !fd.polls_readable(),
+        !polls_readable(&state)?,
         "SO_RCVLOWAT keeps the pong from waking the poll"
     );
     Ok(())
@@ -561,19 +554,11 @@ fn a_report_pong_alone_does_not_wake_javascript_while_the_core_lets_it_wait() ->
 fn a_frame_after_a_waiting_pong_wakes_javascript() -> Outcome {
     let rt = runtime()?;
     let (state, mut worker) = reported(&rt)?;
-    worker
-        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .or_fail("sent")?;
+    pong(&mut worker)?;
     worker.send(Message::text("{}")).or_fail("sent")?;
     arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES + 4);
     assert!(state.javascript_behind());
-    assert!(state
-        .socket
-        .as_ref()
-        .or_fail("open")?
-        .get_ref()
-        .tcp()
-        .polls_readable());
+    assert!(polls_readable(&state)?);
     Ok(())
 }
 
@@ -584,17 +569,9 @@ fn the_runtime_thread_never_lets_a_pong_wait() -> Outcome {
     let _guard = rt.enter();
     state.reclaim().or_fail("registered")?;
     assert!(!state.pong_waits);
-    worker
-        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .or_fail("sent")?;
+    pong(&mut worker)?;
     arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES);
-    assert!(state
-        .socket
-        .as_ref()
-        .or_fail("open")?
-        .get_ref()
-        .tcp()
-        .polls_readable());
+    assert!(polls_readable(&state)?);
     Ok(())
 }
 
