@@ -274,14 +274,25 @@ fn the_state_is_handed_to_javascript_only_when_it_changed_and_numbered_in_order(
     Ok(())
 }
 
-#[test]
-fn runtime_work_is_undelivered_until_javascript_runs_it() -> Outcome {
-    let (mut state, _rx) = state();
-    assert!(state.handoff.offer() && state.handoff.accept());
-    let work = JsWork {
+/// Work for JavaScript: one log line.
+fn a_log_line() -> JsWork {
+    JsWork {
         actions: vec![Action::Log("a line".into())],
         ..JsWork::default()
-    };
+    }
+}
+
+/// A state whose socket JavaScript took on offer.
+fn javascript_reading() -> (State<Recorder>, mpsc::UnboundedReceiver<Control>) {
+    let (mut state, rx) = state();
+    assert!(state.handoff.offer() && state.handoff.accept());
+    (state, rx)
+}
+
+#[test]
+fn runtime_work_is_undelivered_until_javascript_runs_it() -> Outcome {
+    let (state, _rx) = javascript_reading();
+    let work = a_log_line();
     let delivery = for_js(&state, work).or_fail("work to deliver")?;
     assert_eq!(state.handoff.js_turn(), JsTurn::AfterDeliveries);
     delivery.deliver();
@@ -298,22 +309,15 @@ fn empty_work_or_no_one_to_tell_is_not_delivered() -> Outcome {
     let (mut state, _rx) = state();
     assert!(for_js(&state, JsWork::default()).is_none());
     state.js = None;
-    let work = JsWork {
-        actions: vec![Action::Log("a line".into())],
-        ..JsWork::default()
-    };
+    let work = a_log_line();
     assert!(for_js(&state, work).is_none());
     Ok(())
 }
 
 #[test]
 fn a_delivery_run_on_another_thread_lets_javascript_read_again() -> Outcome {
-    let (mut state, _rx) = state();
-    assert!(state.handoff.offer() && state.handoff.accept());
-    let work = JsWork {
-        actions: vec![Action::Log("a line".into())],
-        ..JsWork::default()
-    };
+    let (state, _rx) = javascript_reading();
+    let work = a_log_line();
     let delivery = for_js(&state, work).or_fail("work to deliver")?;
     std::thread::spawn(move || drop(delivery.work))
         .join()

@@ -498,7 +498,7 @@ impl Protocol {
         self.log(format!("send of '{type_name}' failed: {error}"));
         if self.closed {
             if frame.is_report {
-                self.note_report(type_name, ReportOutcome::Dropped("closed"));
+                self.note_report(type_name, ReportOutcome::Dropped { reason: "closed" });
             }
             return;
         }
@@ -557,7 +557,7 @@ impl Protocol {
         let first = !self.closed;
         self.closed = true;
         if let Some(held) = self.held.take() {
-            self.note_report(held.type_name, ReportOutcome::Dropped("closed"));
+            self.note_report(held.type_name, ReportOutcome::Dropped { reason: "closed" });
         }
         // Sent before the close frame, which the worker reads after it.
         self.unconfirmed = None;
@@ -571,7 +571,7 @@ impl Protocol {
             });
         }
         if first && self.observed.connection {
-            self.note(Note::Closed {
+            self.note_connection(ConnectionNote::Closed {
                 attempt: self.attempts,
             });
         }
@@ -585,7 +585,7 @@ impl Protocol {
         self.attempts = self.attempts.saturating_add(1);
         self.actions.push_back(Action::Open);
         if self.observed.connection {
-            self.note(Note::Connecting {
+            self.note_connection(ConnectionNote::Connecting {
                 attempt: self.attempts,
             });
         }
@@ -617,7 +617,7 @@ impl Protocol {
         };
         self.log(format!("connected as {}{suffix}", self.role.as_str()));
         if self.observed.connection {
-            self.note(Note::Connected {
+            self.note_connection(ConnectionNote::Connected {
                 attempt: self.attempts,
                 role: self.role,
                 migration_id: self.migration_id.clone(),
@@ -684,6 +684,10 @@ impl Protocol {
         self.actions.push_back(Action::Note(note));
     }
 
+    fn note_connection(&mut self, note: ConnectionNote) {
+        self.note(Note::Connection { note });
+    }
+
     fn note_frame(
         &mut self,
         direction: Direction,
@@ -719,7 +723,7 @@ impl Protocol {
         retry_in_ms: Option<f64>,
     ) {
         if self.observed.connection {
-            self.note(Note::Disconnected {
+            self.note_connection(ConnectionNote::Disconnected {
                 attempt: self.attempts,
                 code,
                 reason: reason(),

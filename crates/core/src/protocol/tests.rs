@@ -29,34 +29,26 @@ fn take(p: &mut Protocol) -> Vec<Action> {
     p.drain_actions().collect()
 }
 
-fn sent(actions: &[Action]) -> Vec<String> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Send(out) => Some(out.text.clone()),
-            _ => None,
-        })
-        .collect()
+/// Declares each `fn name(actions) -> Vec<T>`: the actions `pattern` matches, in order, each
+/// as `take` makes it.
+macro_rules! of_kind {
+    ($(fn $name:ident -> $ty:ty { $pattern:pat => $take:expr })+) => {$(
+        fn $name(actions: &[Action]) -> Vec<$ty> {
+            actions
+                .iter()
+                .filter_map(|a| match a {
+                    $pattern => Some($take),
+                    _ => None,
+                })
+                .collect()
+        }
+    )+};
 }
 
-fn calls(actions: &[Action]) -> Vec<Call> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Call(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn logs(actions: &[Action]) -> Vec<String> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Log(l) => Some(l.clone()),
-            _ => None,
-        })
-        .collect()
+of_kind! {
+    fn sent -> String { Action::Send(out) => out.text.clone() }
+    fn calls -> Call { Action::Call(c) => c.clone() }
+    fn logs -> String { Action::Log(l) => l.clone() }
 }
 
 /// In how long from `now` the next connect attempt comes, if one will.
@@ -553,12 +545,12 @@ fn a_report_after_close_and_a_held_one_at_close_are_dropped() {
     p.close();
     assert_eq!(
         report_outcomes(&take(&mut p)),
-        [("abort", ReportOutcome::Dropped("closed"))]
+        [("abort", ReportOutcome::Dropped { reason: "closed" })]
     );
     p.report_ready("1".into()).ok();
     assert_eq!(
         report_outcomes(&take(&mut p)),
-        [("target-ready", ReportOutcome::Dropped("closed"))]
+        [("target-ready", ReportOutcome::Dropped { reason: "closed" })]
     );
 }
 
@@ -572,7 +564,12 @@ fn state_answers_that_cannot_go_are_dropped_with_why() {
     p.report_state("1".into()).ok();
     assert_eq!(
         report_outcomes(&take(&mut p)),
-        [("state", ReportOutcome::Dropped("no get-state in flight"))]
+        [(
+            "state",
+            ReportOutcome::Dropped {
+                reason: "no get-state in flight"
+            }
+        )]
     );
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 0.0);
     p.refuse_state("busy".into()).ok();
@@ -583,7 +580,9 @@ fn state_answers_that_cannot_go_are_dropped_with_why() {
             ("state-refused", ReportOutcome::Sent),
             (
                 "state",
-                ReportOutcome::Dropped("get-state already answered")
+                ReportOutcome::Dropped {
+                    reason: "get-state already answered"
+                }
             )
         ]
     );
@@ -594,7 +593,12 @@ fn state_answers_that_cannot_go_are_dropped_with_why() {
     p.report_state("1".into()).ok();
     assert_eq!(
         report_outcomes(&take(&mut p)),
-        [("state", ReportOutcome::Dropped("no get-state in flight"))]
+        [(
+            "state",
+            ReportOutcome::Dropped {
+                reason: "no get-state in flight"
+            }
+        )]
     );
 }
 
@@ -617,12 +621,14 @@ fn a_failed_send_of_a_report_holds_it() {
         report_outcomes(&actions),
         [("target-ready", ReportOutcome::Held)]
     );
-    assert!(notes(&actions).contains(&Note::Disconnected {
-        attempt: 1,
-        code: None,
-        reason: "send of 'target-ready' failed: EPIPE".into(),
-        retry_in_ms: Some(1000.0),
-        migration_id: None,
+    assert!(notes(&actions).contains(&Note::Connection {
+        note: ConnectionNote::Disconnected {
+            attempt: 1,
+            code: None,
+            reason: "send of 'target-ready' failed: EPIPE".into(),
+            retry_in_ms: Some(1000.0),
+            migration_id: None,
+        }
     }));
 }
 
@@ -643,49 +649,52 @@ fn connection_notes_follow_attempts_and_say_when_the_next_comes() {
     p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
     p.on_closed(close_code::REPLACED, "replaced", 0.0);
     p.close();
-    let connection: Vec<Note> = notes(&take(&mut p))
+    let connection: Vec<ConnectionNote> = notes(&take(&mut p))
         .into_iter()
-        .filter(|n| !matches!(n, Note::Frame { .. }))
+        .filter_map(|n| match n {
+            Note::Connection { note } => Some(note),
+            _ => None,
+        })
         .collect();
     assert_eq!(
         connection,
         [
-            Note::Connecting { attempt: 1 },
-            Note::Disconnected {
+            ConnectionNote::Connecting { attempt: 1 },
+            ConnectionNote::Disconnected {
                 attempt: 1,
                 code: None,
                 reason: "refused".into(),
                 retry_in_ms: Some(1000.0),
                 migration_id: None,
             },
-            Note::Connecting { attempt: 2 },
-            Note::Connected {
+            ConnectionNote::Connecting { attempt: 2 },
+            ConnectionNote::Connected {
                 attempt: 2,
                 role: Role::Target,
                 migration_id: Some("m".into()),
             },
-            Note::Disconnected {
+            ConnectionNote::Disconnected {
                 attempt: 2,
                 code: Some(1001),
                 reason: "restarting".into(),
                 retry_in_ms: Some(1000.0),
                 migration_id: Some("m".into()),
             },
-            Note::Connecting { attempt: 3 },
-            Note::Connected {
+            ConnectionNote::Connecting { attempt: 3 },
+            ConnectionNote::Connected {
                 attempt: 3,
                 role: Role::Source,
                 migration_id: None,
             },
             // D5: no retry after 4409.
-            Note::Disconnected {
+            ConnectionNote::Disconnected {
                 attempt: 3,
                 code: Some(close_code::REPLACED),
                 reason: "replaced".into(),
                 retry_in_ms: None,
                 migration_id: None,
             },
-            Note::Closed { attempt: 3 },
+            ConnectionNote::Closed { attempt: 3 },
         ]
     );
 }
