@@ -12,6 +12,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 
 /// Why the oracle refused a text; its `Display` is the sentence the core's error must print.
@@ -68,7 +69,7 @@ impl fmt::Display for Refusal {
 /// Parses a frame from the worker.
 pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, Refusal> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_ref() {
+    let frame = match fields.str("type")?.as_ref() {
         "hello-ack" => WorkerFrame::HelloAck {
             migration: match fields.get("migration") {
                 None => None,
@@ -102,7 +103,7 @@ pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, Refusal> {
 /// Parses a frame from a job (what the worker, and so the simulator, accepts).
 pub fn parse_job_frame(text: &str) -> Result<JobFrame, Refusal> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_ref() {
+    let frame = match fields.str("type")?.as_ref() {
         "hello" => JobFrame::Hello {
             token: fields.string("token")?,
         },
@@ -147,7 +148,7 @@ fn parse_migration(raw: &RawValue) -> Result<String, Refusal> {
 /// A frame's top-level keys with their raw values. A key given twice keeps its last value, as
 /// `JSON.parse` does.
 struct Fields<'a> {
-    entries: Vec<(Cow<'a, str>, &'a RawValue)>,
+    entries: HashMap<Cow<'a, str>, &'a RawValue>,
 }
 
 impl<'a> Fields<'a> {
@@ -163,19 +164,11 @@ impl<'a> Fields<'a> {
     }
 
     fn get(&self, key: &str) -> Option<&'a RawValue> {
-        self.entries
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| *v)
-    }
-
-    fn type_name(&self) -> Result<Cow<'a, str>, Refusal> {
-        self.str("type")
+        self.entries.get(key).copied()
     }
 
     fn string(&self, key: &'static str) -> Result<String, Refusal> {
-        self.str(key).map(Cow::into_owned)
+        Ok(self.str(key)?.into_owned())
     }
 
     /// A string field, borrowed from the frame unless it has escapes (serde_json reads one with
@@ -228,10 +221,11 @@ impl<'de> Visitor<'de> for FieldsVisitor {
         f.write_str("a JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries = Vec::new();
+        let mut entries = HashMap::new();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let value: &'de RawValue = map.next_value()?;
-            entries.push((key.0, value));
+            // The later of two values for a key replaces the earlier.
+            entries.insert(key.0, value);
         }
         Ok(Some(Fields { entries }))
     }

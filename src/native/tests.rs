@@ -147,11 +147,7 @@ pub(super) fn next_text(worker: &mut Worker) -> Outcome<String> {
 pub(super) fn connected_js_reading(
     rt: &tokio::runtime::Runtime,
 ) -> Outcome<(State<Recorder>, Worker)> {
-    let (mut state, _rx) = state();
-    let (ws, mut worker) = pair(rt)?;
-    state.core.start(0.0);
-    state.core.on_open(0.0);
-    state.socket = Some(ws);
+    let (mut state, _rx, mut worker) = opened(rt)?;
     route(&mut state, Caller::JavaScript);
     assert!(next_text(&mut worker)?.contains(r#""type":"hello""#));
     state.core.on_frame(
@@ -161,6 +157,43 @@ pub(super) fn connected_js_reading(
     route(&mut state, Caller::JavaScript);
     assert!(state.handoff.offer() && state.handoff.accept());
     Ok((state, worker))
+}
+
+/// A state with a socket to a loopback worker, its core not started.
+fn with_socket(
+    rt: &tokio::runtime::Runtime,
+) -> Outcome<(State<Recorder>, mpsc::UnboundedReceiver<Control>, Worker)> {
+    let (mut state, rx) = state();
+    let (ws, worker) = pair(rt)?;
+    state.socket = Some(ws);
+    Ok((state, rx, worker))
+}
+
+/// A state whose socket to a loopback worker has just opened, its hello not yet routed.
+fn opened(
+    rt: &tokio::runtime::Runtime,
+) -> Outcome<(State<Recorder>, mpsc::UnboundedReceiver<Control>, Worker)> {
+    let (mut state, rx, worker) = with_socket(rt)?;
+    state.core.start(0.0);
+    state.core.on_open(0.0);
+    Ok((state, rx, worker))
+}
+
+/// The frames queued for the connection task so far, each with the generation it is for.
+fn queued(rx: &mut mpsc::UnboundedReceiver<Control>) -> Vec<(&'static str, u64)> {
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .filter_map(|c| match c {
+            Control::Send(out, generation) => Some((out.type_name, generation)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `state` as the runtime thread and the JavaScript thread share it.
+fn shared(state: State<Recorder>) -> NativeClient<Recorder> {
+    NativeClient {
+        state: Arc::new(Mutex::new(state)),
+    }
 }
 
 fn calls(work: &JsWork) -> Vec<&Call> {
@@ -186,45 +219,23 @@ fn a_frame_from_the_javascript_thread_goes_straight_onto_the_socket() -> Outcome
     route(&mut state, Caller::JavaScript);
     assert_eq!(next_text(&mut worker)?, r#"{"type":"hello","token":"tok"}"#);
     assert_eq!(state.queued_sends, 0);
-    assert!(
-        !std::iter::from_fn(|| rx.try_recv().ok()).any(|c| matches!(c, Control::Send(..))),
-        "nothing queued for the task"
-    );
+    assert_eq!(queued(&mut rx), [], "nothing queued for the task");
     Ok(())
 }
 
+/// The frames that go through the connection task's queue: every one the runtime thread
+/// sends, and one from the JavaScript thread while frames the task has not sent yet are queued
+/// (it queues behind them, to keep the order).
 #[test]
-fn a_frame_queues_behind_frames_the_task_has_not_sent_yet() -> Outcome {
+fn a_frame_is_queued_for_the_task_from_the_runtime_or_behind_queued_ones() -> Outcome {
     let rt = runtime()?;
-    let (mut state, mut rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
-    state.core.start(0.0);
-    state.core.on_open(0.0);
-    state.queued_sends = 1;
-    route(&mut state, Caller::JavaScript);
-    assert_eq!(state.queued_sends, 2);
-    let queued = std::iter::from_fn(|| rx.try_recv().ok())
-        .find_map(|c| match c {
-            Control::Send(out, generation) => Some((out.type_name, generation)),
-            _ => None,
-        })
-        .or_fail("the hello queued for the task")?;
-    assert_eq!(queued, ("hello", 0));
-    Ok(())
-}
-
-#[test]
-fn the_runtime_thread_queues_every_frame_for_the_connection_task() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, mut rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
-    state.core.start(0.0);
-    state.core.on_open(0.0);
-    route(&mut state, Caller::Runtime);
-    assert_eq!(state.queued_sends, 1);
-    assert!(std::iter::from_fn(|| rx.try_recv().ok()).any(|c| matches!(c, Control::Send(..))));
+    for (caller, queued_before) in [(Caller::Runtime, 0), (Caller::JavaScript, 1)] {
+        let (mut state, mut rx, _worker) = opened(&rt)?;
+        state.queued_sends = queued_before;
+        route(&mut state, caller);
+        assert_eq!(state.queued_sends, queued_before + 1);
+        assert_eq!(queued(&mut rx), [("hello", 0)]);
+    }
     Ok(())
 }
 
@@ -235,11 +246,7 @@ fn a_frame_with_no_socket_is_queued_for_the_current_generation() -> Outcome {
     state.core.start(0.0);
     state.core.on_open(0.0);
     route(&mut state, Caller::JavaScript);
-    let generation = std::iter::from_fn(|| rx.try_recv().ok()).find_map(|c| match c {
-        Control::Send(_, generation) => Some(generation),
-        _ => None,
-    });
-    assert_eq!(generation, Some(3));
+    assert_eq!(queued(&mut rx), [("hello", 3)]);
     Ok(())
 }
 
@@ -247,9 +254,7 @@ fn a_frame_with_no_socket_is_queued_for_the_current_generation() -> Outcome {
 fn ending_a_connection_counts_a_new_generation_and_gives_the_socket_back_to_the_runtime() -> Outcome
 {
     let rt = runtime()?;
-    let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
+    let (mut state, _rx, _worker) = with_socket(&rt)?;
     assert!(state.handoff.offer() && state.handoff.accept());
     state.pong_waits = true;
     assert!(state.end_connection().is_some());
@@ -374,9 +379,7 @@ fn a_lost_connection_is_dropped_without_a_close_frame() -> Outcome {
 fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() -> Outcome {
     let rt = runtime()?;
     let (state, mut worker) = connected_js_reading(&rt)?;
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let client = shared(state);
     let get_state = r#"{"type":"get-state","migrationId":"m"}"#;
     worker.send(Message::text(get_state)).or_fail("sent")?;
     let held = {
@@ -397,9 +400,7 @@ fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() -> Outcome {
 fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() -> Outcome {
     let rt = runtime()?;
     let (state, mut worker) = connected_js_reading(&rt)?;
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let client = shared(state);
     for id in ["first", "second"] {
         worker
             .send(Message::text(format!(
@@ -437,9 +438,7 @@ fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() -> Out
 fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_back() -> Outcome {
     let rt = runtime()?;
     let (state, _worker) = connected_js_reading(&rt)?;
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let client = shared(state);
     {
         let _guard = rt.enter();
         lock(&client.state).reclaim().or_fail("registered")?;
@@ -448,15 +447,19 @@ fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_b
     Ok(())
 }
 
+/// Whether the client's socket is registered with the runtime's reactor (a poll on one that is
+/// not fails).
+fn registered(state: &State<Recorder>) -> Outcome<bool> {
+    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
+    let mut cx = Context::from_waker(Waker::noop());
+    Ok(!matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))))
+}
+
 #[test]
 fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() -> Outcome {
     let rt = runtime()?;
-    let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let (state, _rx, _worker) = with_socket(&rt)?;
+    let client = shared(state);
     assert!(client.accept_offer().is_none(), "nothing on offer");
     assert!(lock(&client.state).handoff.offer());
     let js = client.clone();
@@ -464,13 +467,8 @@ fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() 
         .join()
         .or_fail("the JavaScript thread")?;
     assert!(copy.is_some(), "a copy of the socket to poll");
-    let mut cx = Context::from_waker(Waker::noop());
     let state = lock(&client.state);
-    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
-    assert!(
-        matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))),
-        "no longer in the runtime's reactor"
-    );
+    assert!(!registered(&state)?, "out of the runtime's reactor");
     assert_eq!(state.handoff.reader(), Reader::JavaScript);
     Ok(())
 }
@@ -488,12 +486,7 @@ fn reclaiming_registers_the_socket_with_the_runtime_again() -> Outcome {
         .unregister();
     let _guard = rt.enter();
     state.reclaim().or_fail("registered")?;
-    let mut cx = Context::from_waker(Waker::noop());
-    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
-    assert!(
-        !matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))),
-        "the runtime's reactor waits for it"
-    );
+    assert!(registered(&state)?, "back in the runtime's reactor");
     assert_eq!(state.handoff.reader(), Reader::Runtime);
     Ok(())
 }
@@ -582,16 +575,12 @@ fn the_runtime_thread_never_lets_a_pong_wait() -> Outcome {
 #[test]
 fn an_offer_made_before_the_connection_ended_is_not_taken_on_the_next() -> Outcome {
     let rt = runtime()?;
-    let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
+    let (mut state, _rx, _worker) = with_socket(&rt)?;
     assert!(state.handoff.offer());
     drop(state.end_connection());
     let (ws, _worker) = pair(&rt)?;
     state.socket = Some(ws);
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let client = shared(state);
     assert!(client.accept_offer().is_none());
     assert_eq!(lock(&client.state).handoff.reader(), Reader::Runtime);
     Ok(())
@@ -600,13 +589,9 @@ fn an_offer_made_before_the_connection_ended_is_not_taken_on_the_next() -> Outco
 #[test]
 fn a_connection_dropped_while_javascript_polls_its_copy_ends_at_once() -> Outcome {
     let rt = runtime()?;
-    let (mut state, _rx) = state();
-    let (ws, mut worker) = pair(&rt)?;
-    state.socket = Some(ws);
+    let (mut state, _rx, mut worker) = with_socket(&rt)?;
     assert!(state.handoff.offer());
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let client = shared(state);
     let copy = client.accept_offer().or_fail("JavaScript's copy")?;
     drop(lock(&client.state).end_connection());
     assert!(worker.read().is_err(), "the worker sees the connection end");

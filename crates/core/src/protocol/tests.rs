@@ -51,6 +51,11 @@ of_kind! {
     fn logs -> String { Action::Log(l) => l.clone() }
 }
 
+/// A report's outcome when it is never to be sent, for `reason`.
+fn dropped(reason: &'static str) -> ReportOutcome {
+    ReportOutcome::Dropped { reason }
+}
+
 /// In how long from `now` the next connect attempt comes, if one will.
 fn reconnect_in(p: &Protocol, now: f64) -> Option<f64> {
     p.deadline(Deadline::Reconnect).map(|at| at - now)
@@ -258,18 +263,25 @@ fn only_the_latest_report_is_held_and_sent_right_after_the_next_ack() {
     ));
 }
 
-#[test]
-fn backoff_doubles_to_the_cap_and_an_ack_resets_it() {
-    let mut p = core();
+/// Starts `p` and has each of its first `attempts` connect attempts fail at once: the delay
+/// before each next attempt, and the time the last one began.
+fn failing(p: &mut Protocol, attempts: usize) -> (Vec<f64>, f64) {
     p.start(0.0);
     let mut delays = Vec::new();
     let mut now = 0.0;
-    for _ in 0..7 {
+    for _ in 0..attempts {
         p.on_error(now);
-        delays.extend(reconnect_in(&p, now));
-        now = fire(&mut p, Deadline::Reconnect);
-        take(&mut p);
+        delays.extend(reconnect_in(p, now));
+        now = fire(p, Deadline::Reconnect);
+        take(p);
     }
+    (delays, now)
+}
+
+#[test]
+fn backoff_doubles_to_the_cap_and_an_ack_resets_it() {
+    let mut p = core();
+    let (delays, now) = failing(&mut p, 7);
     assert_eq!(
         delays,
         vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 30000.0, 30000.0]
@@ -283,15 +295,7 @@ fn backoff_doubles_to_the_cap_and_an_ack_resets_it() {
 #[test]
 fn jitter_draws_each_delay_from_the_lower_part_of_its_window() {
     let mut p = core_with(|o| o.reconnect_jitter = 0.2);
-    p.start(0.0);
-    let mut delays = Vec::new();
-    let mut now = 0.0;
-    for _ in 0..200 {
-        p.on_error(now);
-        delays.extend(reconnect_in(&p, now));
-        now = fire(&mut p, Deadline::Reconnect);
-        take(&mut p);
-    }
+    let (delays, _) = failing(&mut p, 200);
     let capped = &delays[10..];
     assert!(capped.iter().all(|d| (24000.0..=30000.0).contains(d)));
     assert!(capped.iter().any(|d| *d < 25000.0) && capped.iter().any(|d| *d > 29000.0));
@@ -475,6 +479,11 @@ fn report_outcomes(actions: &[Action]) -> Vec<(&'static str, ReportOutcome)> {
         .collect()
 }
 
+/// The outcomes of the reports among `p`'s actions so far, which it takes.
+fn outcomes(p: &mut Protocol) -> Vec<(&'static str, ReportOutcome)> {
+    report_outcomes(&take(p))
+}
+
 #[test]
 fn nothing_is_noted_unless_observed() {
     let mut p = core();
@@ -511,13 +520,10 @@ fn reports_made_during_an_outage_are_held_superseded_and_the_latest_sent() {
     let mut p = observed();
     p.start(0.0);
     p.report_ready("1".into()).ok();
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("target-ready", ReportOutcome::Held)]
-    );
+    assert_eq!(outcomes(&mut p), [("target-ready", ReportOutcome::Held)]);
     p.report_stopped_output("2".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [
             ("target-ready", ReportOutcome::Superseded),
             ("source-stopped-output", ReportOutcome::Held)
@@ -543,15 +549,9 @@ fn a_report_after_close_and_a_held_one_at_close_are_dropped() {
     p.abort("r".into()).ok();
     take(&mut p);
     p.close();
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("abort", ReportOutcome::Dropped { reason: "closed" })]
-    );
+    assert_eq!(outcomes(&mut p), [("abort", dropped("closed"))]);
     p.report_ready("1".into()).ok();
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("target-ready", ReportOutcome::Dropped { reason: "closed" })]
-    );
+    assert_eq!(outcomes(&mut p), [("target-ready", dropped("closed"))]);
 }
 
 #[test]
@@ -563,27 +563,17 @@ fn state_answers_that_cannot_go_are_dropped_with_why() {
     take(&mut p);
     p.report_state("1".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [(
-            "state",
-            ReportOutcome::Dropped {
-                reason: "no get-state in flight"
-            }
-        )]
+        outcomes(&mut p),
+        [("state", dropped("no get-state in flight"))]
     );
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 0.0);
     p.refuse_state("busy".into()).ok();
     p.report_state("1".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [
             ("state-refused", ReportOutcome::Sent),
-            (
-                "state",
-                ReportOutcome::Dropped {
-                    reason: "get-state already answered"
-                }
-            )
+            ("state", dropped("get-state already answered"))
         ]
     );
     p.on_frame(r#"{"type":"get-state","migrationId":"n"}"#, 0.0);
@@ -592,13 +582,8 @@ fn state_answers_that_cannot_go_are_dropped_with_why() {
     // The drop ended the propose: the answer finds none in flight.
     p.report_state("1".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [(
-            "state",
-            ReportOutcome::Dropped {
-                reason: "no get-state in flight"
-            }
-        )]
+        outcomes(&mut p),
+        [("state", dropped("no get-state in flight"))]
     );
 }
 
@@ -1073,7 +1058,7 @@ fn a_report_unconfirmed_at_a_drop_is_sent_again_after_the_next_ack() {
     // Written into a connection the worker had already dropped.
     p.on_error(5.0);
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [("source-stopped-output", ReportOutcome::Held)]
     );
     assert!(p.has_held_report());
@@ -1083,7 +1068,7 @@ fn a_report_unconfirmed_at_a_drop_is_sent_again_after_the_next_ack() {
     assert_eq!(sent_with_pings(&actions)[0].1, Some(2));
     p.on_pong(&2u64.to_be_bytes(), 2_000.0);
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [("source-stopped-output", ReportOutcome::Confirmed)]
     );
     p.on_closed(1006, "", 2_001.0);
@@ -1097,11 +1082,11 @@ fn a_confirmed_report_is_never_sent_again() {
     take(&mut p);
     p.on_pong(&1u64.to_be_bytes(), 1.0);
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [("target-ready", ReportOutcome::Confirmed)]
     );
     p.on_error(2.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
     let actions = reconnect(&mut p);
     assert!(sent(&actions).is_empty(), "{:?}", sent(&actions));
 }
@@ -1179,7 +1164,7 @@ fn a_newer_report_replaces_an_unconfirmed_one() {
     p.report_ready("1".into()).ok();
     p.report_stopped_output("1".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [
             ("target-ready", ReportOutcome::Sent),
             ("source-stopped-output", ReportOutcome::Sent),
@@ -1191,7 +1176,7 @@ fn a_newer_report_replaces_an_unconfirmed_one() {
     assert_eq!(sent(&reconnect(&mut p)), [STOPPED]);
     // The older is not waited on any more: its pong proves nothing about the newer.
     p.on_pong(&1u64.to_be_bytes(), 2_000.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
 }
 
 #[test]
@@ -1202,7 +1187,7 @@ fn a_report_made_while_an_unconfirmed_one_is_held_replaces_it() {
     take(&mut p);
     p.abort("gone".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [
             ("target-ready", ReportOutcome::Superseded),
             ("abort", ReportOutcome::Held)
@@ -1223,7 +1208,7 @@ fn a_propose_answer_is_not_held_at_a_drop() {
     let actions = take(&mut p);
     assert_eq!(sent_with_pings(&actions)[0].1, None);
     p.on_error(2.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
     assert!(sent(&reconnect(&mut p)).is_empty());
 }
 
@@ -1239,13 +1224,10 @@ fn a_failed_send_of_the_unconfirmed_report_holds_it_once() {
         other => panic!("{other:?}"),
     };
     p.on_send_failed(out.clone(), "broken pipe", 1.0);
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("target-ready", ReportOutcome::Held)]
-    );
+    assert_eq!(outcomes(&mut p), [("target-ready", ReportOutcome::Held)]);
     // The same failure reported late, for a connection already gone, changes nothing.
     p.on_send_failed(out, "broken pipe", 2.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
     assert_eq!(
         sent(&reconnect(&mut p)),
         [r#"{"type":"target-ready","payload":1}"#]
@@ -1260,7 +1242,7 @@ fn after_close_an_unconfirmed_report_is_not_held() {
     take(&mut p);
     p.on_closed(1000, "", 1.0);
     assert!(!p.has_held_report());
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
 }
 
 /// A connected core on a WHATWG socket (no ping), observing reports.
@@ -1281,7 +1263,7 @@ fn on_a_whatwg_socket_a_report_that_left_the_buffer_counts_as_delivered() {
     assert!(!p.pong_may_wait());
     p.on_unsent_at_end(0);
     p.on_closed(1006, "", 1.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
     assert!(sent(&reconnect(&mut p)).is_empty());
 }
 
@@ -1298,7 +1280,7 @@ fn on_a_whatwg_socket_a_report_still_buffered_at_the_end_is_held() {
     p.on_unsent_at_end(state + 1);
     p.on_error(2.0);
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [("source-stopped-output", ReportOutcome::Held)]
     );
     assert_eq!(sent(&reconnect(&mut p)), [STOPPED]);
@@ -1311,7 +1293,7 @@ fn on_a_whatwg_socket_a_report_still_buffered_at_the_end_is_held() {
     take(&mut p);
     p.on_unsent_at_end(state);
     p.on_error(2.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
 }
 
 #[test]
