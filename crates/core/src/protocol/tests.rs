@@ -793,6 +793,14 @@ impl Clocked {
         self.p.on_traffic(self.now);
     }
 
+    /// Something arrives every `period_ms`, `times` times.
+    fn traffic_every(&mut self, period_ms: f64, times: u32) {
+        for step in 1..=times {
+            self.advance_to(f64::from(step) * period_ms);
+            self.traffic();
+        }
+    }
+
     fn drain(&mut self) -> Vec<Action> {
         std::mem::take(&mut self.log)
     }
@@ -819,15 +827,18 @@ fn acked(c: &mut Clocked) {
     c.drain();
 }
 
-#[test]
-fn the_heartbeat_pings_every_period_while_the_socket_is_open() {
+/// A connected core with a 500 ms heartbeat.
+fn heartbeating() -> Clocked {
     let mut c = Clocked::new(500.0, 0.0);
     acked(&mut c);
-    for step in 1..=8 {
-        // The worker answers every ping, so the socket never counts as silent.
-        c.advance_to(f64::from(step) * 250.0);
-        c.traffic();
-    }
+    c
+}
+
+#[test]
+fn the_heartbeat_pings_every_period_while_the_socket_is_open() {
+    let mut c = heartbeating();
+    // The worker answers every ping, so the socket never counts as silent.
+    c.traffic_every(250.0, 8);
     assert_eq!(pings(&c.drain()), 4);
     assert!(c.p.connected());
     c.p.on_closed(1000, "", c.now);
@@ -840,8 +851,7 @@ fn the_heartbeat_pings_every_period_while_the_socket_is_open() {
 
 #[test]
 fn a_socket_silent_for_two_heartbeats_is_closed_and_retried() {
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
+    let mut c = heartbeating();
     c.advance_to(600.0);
     c.traffic();
     // Silent from 600 ms: dead at 1600, not before.
@@ -861,12 +871,8 @@ fn a_socket_silent_for_two_heartbeats_is_closed_and_retried() {
 
 #[test]
 fn traffic_keeps_a_socket_alive_however_long_it_lives() {
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
-    for step in 1..=100 {
-        c.advance_to(f64::from(step) * 900.0);
-        c.traffic();
-    }
+    let mut c = heartbeating();
+    c.traffic_every(900.0, 100);
     assert!(c.p.connected());
     assert_eq!(closes(&c.drain()), 0);
 }
@@ -951,8 +957,7 @@ fn a_write_the_worker_does_not_take_is_given_up_at_the_write_limit() {
 
 #[test]
 fn the_heartbeat_resumes_after_a_write_that_waited() {
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
+    let mut c = heartbeating();
     c.p.on_wait_started(Wait::Write, c.now);
     c.advance_to(700.0);
     c.p.on_wait_ended();
@@ -994,8 +999,7 @@ fn no_deadline_comes_sooner_than_a_millisecond() {
 fn deadlines_due_together_are_handled_earliest_first_and_once() {
     // A transport that wakes late: the silence check at 1000 finds the socket silent and ends
     // it, so the ping due at 500 is the only one sent and no later one is.
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
+    let mut c = heartbeating();
     c.p.handle_timeout(1_000.0);
     c.collect();
     let actions = c.drain();
@@ -1199,6 +1203,12 @@ fn a_report_made_while_an_unconfirmed_one_is_held_replaces_it() {
     );
 }
 
+/// No report's outcome is noted, and the next connection sends nothing held.
+fn nothing_is_held(p: &mut Protocol) {
+    assert!(outcomes(p).is_empty());
+    assert!(sent(&reconnect(p)).is_empty());
+}
+
 #[test]
 fn a_propose_answer_is_not_held_at_a_drop() {
     let mut p = pinging();
@@ -1208,8 +1218,7 @@ fn a_propose_answer_is_not_held_at_a_drop() {
     let actions = take(&mut p);
     assert_eq!(sent_with_pings(&actions)[0].1, None);
     p.on_error(2.0);
-    assert!(outcomes(&mut p).is_empty());
-    assert!(sent(&reconnect(&mut p)).is_empty());
+    nothing_is_held(&mut p);
 }
 
 #[test]
@@ -1263,8 +1272,7 @@ fn on_a_whatwg_socket_a_report_that_left_the_buffer_counts_as_delivered() {
     assert!(!p.pong_may_wait());
     p.on_unsent_at_end(0);
     p.on_closed(1006, "", 1.0);
-    assert!(outcomes(&mut p).is_empty());
-    assert!(sent(&reconnect(&mut p)).is_empty());
+    nothing_is_held(&mut p);
 }
 
 #[test]
