@@ -160,14 +160,19 @@ fn every_propose_is_answered_exactly_once() {
         value(&mut p);
         let late = take(&mut p);
         assert!(sent(&late).is_empty());
-        p.report_state("1".into()).ok();
-        let actions = take(&mut p);
-        assert!(sent(&actions).is_empty());
-        assert_eq!(
-            logs(&actions),
-            vec!["'state' after get-state for m was already answered; dropped"]
+        a_state_answer_is_dropped(
+            &mut p,
+            "'state' after get-state for m was already answered; dropped",
         );
     }
+}
+
+/// A state answer made now is not sent, and the log says why.
+fn a_state_answer_is_dropped(p: &mut Protocol, why: &str) {
+    p.report_state("1".into()).ok();
+    let actions = take(p);
+    assert!(sent(&actions).is_empty());
+    assert_eq!(logs(&actions), [why]);
 }
 
 #[test]
@@ -192,13 +197,7 @@ fn an_answer_from_inside_the_handler_wins_over_its_return_value() {
 #[test]
 fn answers_out_of_window_are_dropped() {
     let mut p = connected(None);
-    p.report_state("1".into()).ok();
-    let actions = take(&mut p);
-    assert!(sent(&actions).is_empty());
-    assert_eq!(
-        logs(&actions),
-        vec!["'state' with no get-state in flight; dropped"]
-    );
+    a_state_answer_is_dropped(&mut p, "'state' with no get-state in flight; dropped");
 
     // A newer get-state supersedes; the older handler's return is ignored.
     p.on_frame(r#"{"type":"get-state","migrationId":"a"}"#, 0.0);
@@ -457,6 +456,17 @@ fn observed() -> Protocol {
     p
 }
 
+/// A connected core observing every note, on a transport that cannot ping (as on a WHATWG
+/// socket).
+fn connected_observed() -> Protocol {
+    let mut p = observed();
+    p.start(0.0);
+    p.on_open(0.0);
+    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
+    take(&mut p);
+    p
+}
+
 fn notes(actions: &[Action]) -> Vec<Note> {
     actions
         .iter()
@@ -556,11 +566,7 @@ fn a_report_after_close_and_a_held_one_at_close_are_dropped() {
 
 #[test]
 fn state_answers_that_cannot_go_are_dropped_with_why() {
-    let mut p = observed();
-    p.start(0.0);
-    p.on_open(0.0);
-    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
-    take(&mut p);
+    let mut p = connected_observed();
     p.report_state("1".into()).ok();
     assert_eq!(
         outcomes(&mut p),
@@ -589,10 +595,7 @@ fn state_answers_that_cannot_go_are_dropped_with_why() {
 
 #[test]
 fn a_failed_send_of_a_report_holds_it() {
-    let mut p = observed();
-    p.start(0.0);
-    p.on_open(0.0);
-    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
+    let mut p = connected_observed();
     p.report_ready("1".into()).ok();
     let Some(Action::Send(out)) = take(&mut p)
         .into_iter()
@@ -774,6 +777,13 @@ impl Clocked {
         c
     }
 
+    /// A core as [`Clocked::new`] makes it, connected.
+    fn acked(heartbeat_ms: f64, connect_timeout_ms: f64) -> Self {
+        let mut c = Clocked::new(heartbeat_ms, connect_timeout_ms);
+        acked(&mut c);
+        c
+    }
+
     fn collect(&mut self) {
         let actions = take(&mut self.p);
         self.log.extend(actions);
@@ -827,16 +837,9 @@ fn acked(c: &mut Clocked) {
     c.drain();
 }
 
-/// A connected core with a 500 ms heartbeat.
-fn heartbeating() -> Clocked {
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
-    c
-}
-
 #[test]
 fn the_heartbeat_pings_every_period_while_the_socket_is_open() {
-    let mut c = heartbeating();
+    let mut c = Clocked::acked(500.0, 0.0);
     // The worker answers every ping, so the socket never counts as silent.
     c.traffic_every(250.0, 8);
     assert_eq!(pings(&c.drain()), 4);
@@ -851,7 +854,7 @@ fn the_heartbeat_pings_every_period_while_the_socket_is_open() {
 
 #[test]
 fn a_socket_silent_for_two_heartbeats_is_closed_and_retried() {
-    let mut c = heartbeating();
+    let mut c = Clocked::acked(500.0, 0.0);
     c.advance_to(600.0);
     c.traffic();
     // Silent from 600 ms: dead at 1600, not before.
@@ -871,7 +874,7 @@ fn a_socket_silent_for_two_heartbeats_is_closed_and_retried() {
 
 #[test]
 fn traffic_keeps_a_socket_alive_however_long_it_lives() {
-    let mut c = heartbeating();
+    let mut c = Clocked::acked(500.0, 0.0);
     c.traffic_every(900.0, 100);
     assert!(c.p.connected());
     assert_eq!(closes(&c.drain()), 0);
@@ -913,8 +916,7 @@ fn an_attempt_that_fails_outright_stops_its_deadline() {
 
 #[test]
 fn with_the_heartbeat_and_deadline_off_no_liveness_timer_runs() {
-    let mut c = Clocked::new(0.0, 0.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(0.0, 0.0);
     c.advance_to(1e9);
     assert!(c.p.connected());
     assert_eq!(c.p.poll_timeout(), None);
@@ -924,8 +926,7 @@ fn with_the_heartbeat_and_deadline_off_no_liveness_timer_runs() {
 
 #[test]
 fn close_stops_every_timer() {
-    let mut c = Clocked::new(500.0, 300.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(500.0, 300.0);
     c.p.close();
     c.collect();
     assert_eq!(c.p.poll_timeout(), None);
@@ -935,8 +936,7 @@ fn close_stops_every_timer() {
 fn a_write_the_worker_does_not_take_is_given_up_at_the_write_limit() {
     // With the heartbeat on the limit is its silence limit; off, a fixed 30 s.
     for (heartbeat_ms, limit) in [(500.0, 1_000.0), (0.0, 30_000.0)] {
-        let mut c = Clocked::new(heartbeat_ms, 0.0);
-        acked(&mut c);
+        let mut c = Clocked::acked(heartbeat_ms, 0.0);
         c.advance_to(100.0);
         c.p.on_wait_started(Wait::Write, c.now);
         assert_eq!(c.p.poll_timeout(), Some(100.0 + limit));
@@ -957,7 +957,7 @@ fn a_write_the_worker_does_not_take_is_given_up_at_the_write_limit() {
 
 #[test]
 fn the_heartbeat_resumes_after_a_write_that_waited() {
-    let mut c = heartbeating();
+    let mut c = Clocked::acked(500.0, 0.0);
     c.p.on_wait_started(Wait::Write, c.now);
     c.advance_to(700.0);
     c.p.on_wait_ended();
@@ -971,11 +971,10 @@ fn the_heartbeat_resumes_after_a_write_that_waited() {
 
 #[test]
 fn a_close_handshake_is_bounded_even_after_close() {
-    let mut c = Clocked::new(500.0, 300.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(500.0, 300.0);
     c.p.close();
     c.collect();
-    assert_eq!(c.p.poll_timeout(), None);
+    // No timer runs after close (close_stops_every_timer), but the handshake's wait is bounded.
     c.p.on_wait_started(Wait::CloseHandshake, c.now);
     c.advance_to(CLOSE_HANDSHAKE_LIMIT_MS - 1.0);
     assert_eq!(c.p.wait_expired(), None);
@@ -988,8 +987,7 @@ fn a_close_handshake_is_bounded_even_after_close() {
 #[test]
 fn no_deadline_comes_sooner_than_a_millisecond() {
     // A heartbeat of a microsecond must not spin the transport's timer.
-    let mut c = Clocked::new(0.001, 0.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(0.001, 0.0);
     assert_eq!(c.p.deadline(Deadline::Ping), Some(1.0));
     c.advance_to(10.0);
     assert!(pings(&c.drain()) <= 10);
@@ -999,7 +997,7 @@ fn no_deadline_comes_sooner_than_a_millisecond() {
 fn deadlines_due_together_are_handled_earliest_first_and_once() {
     // A transport that wakes late: the silence check at 1000 finds the socket silent and ends
     // it, so the ping due at 500 is the only one sent and no later one is.
-    let mut c = heartbeating();
+    let mut c = Clocked::acked(500.0, 0.0);
     c.p.handle_timeout(1_000.0);
     c.collect();
     let actions = c.drain();
@@ -1254,19 +1252,9 @@ fn after_close_an_unconfirmed_report_is_not_held() {
     assert!(outcomes(&mut p).is_empty());
 }
 
-/// A connected core on a WHATWG socket (no ping), observing reports.
-fn whatwg() -> Protocol {
-    let mut p = observed();
-    p.start(0.0);
-    p.on_open(0.0);
-    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
-    take(&mut p);
-    p
-}
-
 #[test]
 fn on_a_whatwg_socket_a_report_that_left_the_buffer_counts_as_delivered() {
-    let mut p = whatwg();
+    let mut p = connected_observed();
     p.report_stopped_output("1".into()).ok();
     assert_eq!(sent_with_pings(&take(&mut p))[0].1, None);
     assert!(!p.pong_may_wait());
@@ -1277,7 +1265,7 @@ fn on_a_whatwg_socket_a_report_that_left_the_buffer_counts_as_delivered() {
 
 #[test]
 fn on_a_whatwg_socket_a_report_still_buffered_at_the_end_is_held() {
-    let mut p = whatwg();
+    let mut p = connected_observed();
     p.report_stopped_output("1".into()).ok();
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 1.0);
     take(&mut p);
@@ -1294,7 +1282,7 @@ fn on_a_whatwg_socket_a_report_still_buffered_at_the_end_is_held() {
     assert_eq!(sent(&reconnect(&mut p)), [STOPPED]);
 
     // Only what came after it still buffered: the report itself left.
-    let mut p = whatwg();
+    let mut p = connected_observed();
     p.report_stopped_output("1".into()).ok();
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 1.0);
     p.report_state("{}".into()).ok();
