@@ -142,6 +142,13 @@ pub(super) fn next_text(worker: &mut Worker) -> Outcome<String> {
     }
 }
 
+/// [`connected_js_reading`] on a runtime of its own, which must outlive the state.
+fn connected() -> Outcome<(tokio::runtime::Runtime, State<Recorder>, Worker)> {
+    let rt = runtime()?;
+    let (state, worker) = connected_js_reading(&rt)?;
+    Ok((rt, state, worker))
+}
+
 /// A state whose core is connected (hello sent, hello-ack taken in, as a target of `m`), with
 /// the JavaScript thread reading the socket.
 pub(super) fn connected_js_reading(
@@ -268,8 +275,7 @@ fn ending_a_connection_counts_a_new_generation_and_gives_the_socket_back_to_the_
 
 #[test]
 fn the_state_is_handed_to_javascript_only_when_it_changed_and_numbered_in_order() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (_rt, mut state, _worker) = connected()?;
     assert_eq!(state.status.seq, 1, "connecting changed it once");
     assert_eq!(state.status.migration_id.as_deref(), Some("m"));
     assert_eq!(state.status.role, Role::Target);
@@ -333,8 +339,7 @@ fn a_delivery_run_on_another_thread_lets_javascript_read_again() -> Outcome {
 
 #[test]
 fn a_close_from_the_worker_ends_the_connection_for_a_clean_reply() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (_rt, mut state, _worker) = connected()?;
     let read = feed_read(
         &mut state,
         Ok(Message::Close(Some(CloseFrame {
@@ -351,8 +356,7 @@ fn a_close_from_the_worker_ends_the_connection_for_a_clean_reply() -> Outcome {
 
 #[test]
 fn an_oversized_frame_ends_the_connection_telling_the_worker_why() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (_rt, mut state, _worker) = connected()?;
     let too_big = WsError::Capacity(tungstenite::error::CapacityError::MessageTooLong {
         size: MAX_FRAME_BYTES + 1,
         max_size: MAX_FRAME_BYTES,
@@ -367,8 +371,7 @@ fn an_oversized_frame_ends_the_connection_telling_the_worker_why() -> Outcome {
 
 #[test]
 fn a_lost_connection_is_dropped_without_a_close_frame() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (_rt, mut state, _worker) = connected()?;
     let reset = WsError::Io(std::io::ErrorKind::ConnectionReset.into());
     let read = feed_read(&mut state, Err(reset), Caller::Runtime);
     assert!(matches!(read, Read::Ended(_, _, Retire::Drop)));
@@ -377,8 +380,7 @@ fn a_lost_connection_is_dropped_without_a_close_frame() -> Outcome {
 
 #[test]
 fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() -> Outcome {
-    let rt = runtime()?;
-    let (state, mut worker) = connected_js_reading(&rt)?;
+    let (_rt, state, mut worker) = connected()?;
     let client = shared(state);
     let get_state = r#"{"type":"get-state","migrationId":"m"}"#;
     worker.send(Message::text(get_state)).or_fail("sent")?;
@@ -398,8 +400,7 @@ fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() -> Outcome {
 
 #[test]
 fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() -> Outcome {
-    let rt = runtime()?;
-    let (state, mut worker) = connected_js_reading(&rt)?;
+    let (rt, state, mut worker) = connected()?;
     let client = shared(state);
     for id in ["first", "second"] {
         worker
@@ -436,8 +437,7 @@ fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() -> Out
 
 #[test]
 fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_back() -> Outcome {
-    let rt = runtime()?;
-    let (state, _worker) = connected_js_reading(&rt)?;
+    let (rt, state, _worker) = connected()?;
     let client = shared(state);
     {
         let _guard = rt.enter();
@@ -475,8 +475,7 @@ fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() 
 
 #[test]
 fn reclaiming_registers_the_socket_with_the_runtime_again() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (rt, mut state, _worker) = connected()?;
     state
         .socket
         .as_mut()
@@ -493,8 +492,7 @@ fn reclaiming_registers_the_socket_with_the_runtime_again() -> Outcome {
 
 #[test]
 fn javascript_is_behind_only_with_input_it_left_unread() -> Outcome {
-    let rt = runtime()?;
-    let (state, mut worker) = connected_js_reading(&rt)?;
+    let (_rt, state, mut worker) = connected()?;
     assert!(!state.javascript_behind());
     worker.send(Message::text("{}")).or_fail("sent")?;
     arrived(state.socket.as_ref().or_fail("open")?, 4);
