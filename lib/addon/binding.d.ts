@@ -10,6 +10,11 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 export declare class Client {
+  reportState(payload: string): Array<JsAction>
+  refuseState(reason: string): Array<JsAction>
+  reportReady(payload: string): Array<JsAction>
+  reportStoppedOutput(payload: string): Array<JsAction>
+  abort(reason: string): Array<JsAction>
   /**
    * A client on the native transport; `start()` connects. `dispatch` receives the runtime
    * thread's log lines and handler calls; `readable`, where given, the first event the
@@ -39,12 +44,7 @@ export declare class Client {
    */
   observe(mask: number): void
   start(): Array<JsAction>
-  reportState(payload: string): Array<JsAction>
-  refuseState(reason: string): Array<JsAction>
-  reportReady(payload: string): Array<JsAction>
-  reportStoppedOutput(payload: string): Array<JsAction>
   reportApplied(summary?: JsAppliedSummary | undefined | null): Array<JsAction>
-  abort(reason: string): Array<JsAction>
   close(): Array<JsAction>
   /**
    * The call to `handler` for `migration_id` (the one its action named) ended as `outcome`

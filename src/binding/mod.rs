@@ -69,6 +69,30 @@ pub struct JsAppliedSummary {
     pub skew_ms: Option<f64>,
 }
 
+/// The product's reports of its text (a payload's JSON or a reason), each the core's method of
+/// the same name; over the frame cap, a `TooLarge` action instead.
+macro_rules! text_reports {
+    ($($method:ident($text:ident),)+) => {
+        #[napi]
+        impl Client {
+            $(
+                #[napi(ts_return_type = "Array<JsAction>")]
+                pub fn $method(&mut self, $text: String) -> Actions {
+                    self.report(|core| core.$method($text))
+                }
+            )+
+        }
+    };
+}
+
+text_reports! {
+    report_state(payload),
+    refuse_state(reason),
+    report_ready(payload),
+    report_stopped_output(payload),
+    abort(reason),
+}
+
 /// A core whose socket and timer are the glue's, on the glue's clock (`performance.now()`).
 struct JsSocket {
     core: Protocol,
@@ -182,26 +206,6 @@ impl Client {
     }
 
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn report_state(&mut self, payload: String) -> Actions {
-        self.report(|core| core.report_state(payload))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn refuse_state(&mut self, reason: String) -> Actions {
-        self.report(|core| core.refuse_state(reason))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn report_ready(&mut self, payload: String) -> Actions {
-        self.report(|core| core.report_ready(payload))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn report_stopped_output(&mut self, payload: String) -> Actions {
-        self.report(|core| core.report_stopped_output(payload))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
     pub fn report_applied(&mut self, summary: Option<JsAppliedSummary>) -> Actions {
         let summary = summary.map(|s| AppliedSummary {
             applied: s.applied,
@@ -217,11 +221,6 @@ impl Client {
             skew_ms: s.skew_ms,
         });
         self.report(|core| core.report_applied(summary.unwrap_or_default()))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn abort(&mut self, reason: String) -> Actions {
-        self.report(|core| core.abort(reason))
     }
 
     #[napi(ts_return_type = "Array<JsAction>")]
