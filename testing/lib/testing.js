@@ -7,7 +7,7 @@
 
 const { describe, payloadJson } = require('@norskvideo/ctl-migration/internal/addon')
 const { testingAddon } = require('./addon/testing.js')
-const { HANDOVER_STEPS, FAULT_KINDS } = require('./steps.js')
+const { HANDOVER, HANDOVER_STEPS, CUTOVER_STEPS, SENDERS, FAULT_KINDS } = require('./steps.js')
 
 const DEFAULT_JOB_ID = 'test-job'
 const DEFAULT_ROLE = 'main'
@@ -422,10 +422,7 @@ async function startTestWorker(opts) {
     launchTarget,
     propose,
     expectNoFrame,
-    initialState: sender('initial-state', payloadJson),
-    cutoverReady: sender('cutover-ready', payloadJson),
-    cutoverApply: sender('cutover-apply', payloadJson),
-    abort: sender('abort', String),
+    ...Object.fromEntries(SENDERS.map(({ method, type, carries }) => [method, sender(type, carries === 'payload' ? payloadJson : String)])),
     waitForFrame,
     waitForClose,
     waitForConnection,
@@ -469,12 +466,11 @@ async function startTestWorker(opts) {
 
 // ── runHandover ────────────────────────────────────────────────────────────
 
-const HINTS = {
-  propose: "the source's onGetState should return its state or a stateRefusal",
-  launch: 'the launcher should call connectMigration with the env it is given',
-  'initial-state': 'the target should call reportReady once it has adopted the initial state',
-  'cutover-ready': "the source's onCutoverReady should stop output and call reportStoppedOutput",
-  'cutover-apply': "the target's onCutoverApply should take over and call reportApplied",
+/** A step's place in the handover (steps.js). */
+function stepSpec(name) {
+  const spec = HANDOVER.find((s) => s.step === name)
+  if (!spec) throw new Error(`unreachable: no handover step '${name}'`)
+  return spec
 }
 
 class HandoverError extends Error {
@@ -598,7 +594,7 @@ async function runHandover(opts) {
           // held) or a restarted instance, which never received the frame: the hint would mislead.
           const why = cameBack
             ? `the ${side} went away after '${sentType}' and came back, but sent no ${wanted} within ${stepTimeoutMs} ms (a reconnected client sends a report it held; a restarted instance never received '${sentType}')`
-            : `the ${side} sent no ${wanted} within ${stepTimeoutMs} ms of '${sentType}' (${HINTS[step]})`
+            : `the ${side} sent no ${wanted} within ${stepTimeoutMs} ms of '${sentType}' (${stepSpec(step).hint})`
           return fail(step, 'stalled', why)
         },
         stepTimeoutMs,
@@ -726,7 +722,7 @@ async function runHandover(opts) {
       },
       () => {
         timeline.waits.push({ step: 'launch', side: 'target', waitingFor: 'answer', startedAtMs: launchedAtMs, latencyMs: kit.nowMs() - launchedAtMs, timedOut: true })
-        return fail('launch', 'stalled', `the target did not connect within ${stepTimeoutMs} ms (${HINTS.launch})`)
+        return fail('launch', 'stalled', `the target did not connect within ${stepTimeoutMs} ms (${stepSpec('launch').hint})`)
       },
       stepTimeoutMs,
     )
@@ -748,16 +744,17 @@ async function runHandover(opts) {
   complete('initial-state', 'target', 'initial-state', 'target-ready', ready.sentAtMs, ready.record.atMs, ready.record.frame.payload)
   if (await maybeAbort('initial-state')) return timeline
 
-  // 4. cutover-ready → the source stops output.
-  const stopped = await exchange('cutover-ready', 'source', 'cutover-ready', payloadJson(ready.record.frame.payload), ['source-stopped-output'])
-  complete('cutover-ready', 'source', 'cutover-ready', 'source-stopped-output', stopped.sentAtMs, stopped.record.atMs, stopped.record.frame.payload)
-  if (await maybeAbort('cutover-ready')) return timeline
-
-  // 5. cutover-apply → the target takes over.
-  const applied = await exchange('cutover-apply', 'target', 'cutover-apply', payloadJson(stopped.record.frame.payload), ['target-applied'])
-  const { type: _type, ...summary } = applied.record.frame
-  complete('cutover-apply', 'target', 'cutover-apply', 'target-applied', applied.sentAtMs, applied.record.atMs, summary)
-  await maybeAbort('cutover-apply')
+  // 4. The cutover, each step's frame to its side with the answer before it (the source stops
+  // output, then the target takes over): its last answer completes the handover.
+  let before = ready.record.frame
+  for (const { step, side, sends, answers } of CUTOVER_STEPS) {
+    const done = await exchange(step, side, sends, payloadJson(before.payload), answers)
+    const { type, ...fields } = done.record.frame
+    // What the job answered: its payload, or a summary's fields (target-applied's).
+    complete(step, side, sends, type, done.sentAtMs, done.record.atMs, 'payload' in fields ? fields.payload : fields)
+    before = done.record.frame
+    if (await maybeAbort(step)) return timeline
+  }
   return timeline
 }
 
