@@ -46,10 +46,11 @@ const migration = connectMigration({
     migration.reportApplied()
   },
 
-  // The worker gave the migration up: the source carries on (a target is stopped by the worker).
+  // The worker gave the migration up: a source that stopped for it goes on, a live instance stays
+  // live (a target that never took over is stopped by the worker).
   onAbort: () => {
+    if (handingOver) live = true
     handingOver = false
-    live = !isTarget
   },
 })
 
