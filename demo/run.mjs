@@ -11,6 +11,7 @@
 //
 // `--verbose` also prints the products' migration log lines.
 import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { HandoverError, runHandover, startTestWorker } from '@norskvideo/ctl-migration-testing'
@@ -39,12 +40,11 @@ function startProduct(label, env) {
     logs.push(line)
     if (verbose) say(`  ${label.padEnd(10)} ${line}`)
   })
-  const waiters = new Set()
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)))
-  createInterface({ input: child.stdout }).on('line', (line) => {
+  const stdout = createInterface({ input: child.stdout })
+  stdout.on('line', (line) => {
     const output = /^output (\d+)$/.exec(line)
     if (output) outputs.push(Number(output[1]))
-    for (const wake of [...waiters]) wake()
   })
   const product = {
     label,
@@ -52,25 +52,16 @@ function startProduct(label, env) {
     logs,
     /** The values printed, from the `from`th on. */
     outputs: (from = 0) => outputs.slice(from),
-    /** Resolves once `ready()` holds; rejects naming `what`. */
-    when(what, ready) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (!ready()) return
-          done()
-          resolve()
-        }
-        const timer = setTimeout(() => {
-          done()
-          reject(new Error(`${label} (pid ${child.pid}): no ${what} within ${WAIT_MS} ms`))
-        }, WAIT_MS)
-        const done = () => {
-          clearTimeout(timer)
-          waiters.delete(check)
-        }
-        waiters.add(check)
-        check()
-      })
+    /** Resolves once `ready()` holds, checked after each line the product prints; rejects naming
+     *  `what` after WAIT_MS. */
+    async when(what, ready) {
+      const deadline = AbortSignal.timeout(WAIT_MS)
+      while (!ready()) {
+        // The counter's listener above runs first, so a line is counted before `ready` sees it.
+        await once(stdout, 'line', { signal: deadline }).catch(() => {
+          throw new Error(`${label} (pid ${child.pid}): no ${what} within ${WAIT_MS} ms`)
+        })
+      }
     },
     /** SIGTERM, as the worker stops an instance: the product closes its client and exits. */
     async stop() {

@@ -21,8 +21,8 @@ const output = setInterval(() => {
 // Reads NORSK_WORKER_WS_URL and NORSK_WORKER_TOKEN; without them (run on its own) it does nothing.
 const migration = connectMigration({
   // Source: the worker proposes a handover. Return the state the target starts from, or refuse
-  // (for a moment when a handover would hurt).
-  onGetState: () => (handingOver ? stateRefusal('a handover is already under way') : { next }),
+  // (for a moment when a handover would hurt, or once this instance has handed its output over).
+  onGetState: () => (handingOver ? stateRefusal('handing over or handed over') : { next }),
 
   // Target: the source's state arrives. Adopt it first, then report ready: the worker tells the
   // source to stop output as soon as it hears this, so a target that reported ready before it

@@ -358,41 +358,26 @@ impl Protocol {
             }
             return;
         }
+        let handler = frame.handler();
         match frame {
             WorkerFrame::HelloAck { .. } => {}
             WorkerFrame::GetState { migration_id } => self.on_get_state(migration_id),
+            // A step that carries the worker's payload: it makes its migration the current one
+            // and goes to its handler as it came.
             WorkerFrame::InitialState {
                 migration_id,
                 payload,
-            } => {
-                self.migration_id = Some(migration_id.clone());
-                self.call(Call::with_payload(
-                    HandlerKind::InitialState,
-                    payload,
-                    migration_id,
-                ));
             }
-            WorkerFrame::CutoverReady {
+            | WorkerFrame::CutoverReady {
+                migration_id,
+                payload,
+            }
+            | WorkerFrame::CutoverApply {
                 migration_id,
                 payload,
             } => {
                 self.migration_id = Some(migration_id.clone());
-                self.call(Call::with_payload(
-                    HandlerKind::CutoverReady,
-                    payload,
-                    migration_id,
-                ));
-            }
-            WorkerFrame::CutoverApply {
-                migration_id,
-                payload,
-            } => {
-                self.migration_id = Some(migration_id.clone());
-                self.call(Call::with_payload(
-                    HandlerKind::CutoverApply,
-                    payload,
-                    migration_id,
-                ));
+                self.call(Call::with_payload(handler, payload, migration_id));
             }
             WorkerFrame::Abort {
                 migration_id,
