@@ -5,6 +5,7 @@
 # berry fails an install on a missing optional dependency). The release workflow runs it against
 # the npm registry, the release rehearsal against a local one; the registry, credentials and
 # provenance are npm's own configuration. Each package's prepublishOnly refuses a plain publish.
+# Hand-written around napi's CLI, which publishes the platform packages only, and in place.
 #
 #   scripts/publish.sh ARTIFACTS_DIR   # ctl-migration{,-testing}.<platform>.node for each of
 #                                      # napi.targets, and ctl-migration.wasm, anywhere below it

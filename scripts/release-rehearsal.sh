@@ -28,9 +28,7 @@ phase() { phases+=("$1 $((SECONDS - phase_start)) s"); phase_start=$SECONDS; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-rehearsal.XXXXXX")
 VERDACCIO_PID=
 stop_verdaccio() {
-  [ -n "$VERDACCIO_PID" ] || return 0
-  kill "$VERDACCIO_PID" 2>/dev/null || true
-  wait "$VERDACCIO_PID" 2>/dev/null || true
+  [ -z "$VERDACCIO_PID" ] || { kill "$VERDACCIO_PID" && wait "$VERDACCIO_PID"; } 2>/dev/null || true
   VERDACCIO_PID=
 }
 trap 'stop_verdaccio; if [ "${KEEP:-0}" = 1 ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi' EXIT

@@ -4,6 +4,7 @@
 # clones and CI runs on one machine):
 #   scripts/runtime-bin.sh node20|node22|node24|node26|bun|deno   the newest of that line
 #   scripts/runtime-bin.sh node@20.0.0                              one exact Node release
+# Hand-written: no version manager (nvm, volta) fetches from the npm registry, this machine's one source.
 set -euo pipefail
 RT_DIR=${RUNTIMES_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ctl-migration/runtimes}
 name=${1:?usage: runtime-bin.sh node20|node22|node24|node26|node@X.Y.Z|bun|deno}

@@ -63,9 +63,8 @@ for dll in ctl_migration ctl_migration_testing; do
   [ "$exports" = napi_register_module_v1 ] || fail "$dll.dll exports '$exports'"
   ! grep -Eq '(^| )(node|libnode|lib[a-z0-9_+-]+)\.(dll|exe)' <<<"$imports" || fail "$dll.dll imports a DLL Windows has not got: $imports"
 done
-PRNG_DLL=$WIN/bcryptprimitives.dll
-[ "$PRNG_DLL" -nt scripts/windows/processprng.c ] ||
-  x86_64-w64-mingw32-gcc -O2 -s -shared -Wall -Werror -o "$PRNG_DLL" scripts/windows/processprng.c -lbcrypt
+PRNG_DLL=$WIN/bcryptprimitives.dll # Rust's std imports ProcessPrng, which Wine 8.0 lacks
+[ "$PRNG_DLL" -nt scripts/windows/processprng.c ] || x86_64-w64-mingw32-gcc -O2 -s -shared -Wall -Werror -o "$PRNG_DLL" scripts/windows/processprng.c -lbcrypt
 
 # ── the Wine prefix ──────────────────────────────────────────────────────────
 say "Wine prefix $WINEPREFIX"
@@ -104,8 +103,7 @@ rm -rf "$LOGS" && mkdir -p "$LOGS"
 
 # ── the runs ─────────────────────────────────────────────────────────────────
 # Windows Node's output goes to files: under Wine it cannot write to a Linux pipe or socket
-# (EBADF on process.stdout), so each log is printed once its run ends.
-# record SPEC CHECK PASSED FAILED [CELL]
+# (EBADF on process.stdout), so each log is printed once its run ends. record SPEC CHECK PASSED FAILED [CELL]:
 record() {
   RESULT[$1,$2]=${5:-$3/$(($3 + $4))}
   PASSED[$1]=$((${PASSED[$1]:-0} + $3)) FAILED[$1]=$((${FAILED[$1]:-0} + $4))
