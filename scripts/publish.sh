@@ -88,7 +88,7 @@ if [ "${PLACEHOLDERS:-0}" = 1 ]; then
   done
 fi
 for dir in "$PKG" "$TESTING"; do
-  (cd "$dir" && "$NAPI" artifacts -d "$STAGE/artifacts" >/dev/null)
+  (cd "$dir" && "$NAPI" artifacts -d "$STAGE/artifacts")
   rm -f "$dir"/*.node # napi artifacts puts a copy at the root too, for a checkout's loader
 done
 ls -l "$PKG"/npm/*/*.node "$TESTING"/npm/*/*.node "$PKG/lib/addon/"*.wasm >&2
