@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { closeSync, openSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { TLSSocket } from 'node:tls'
 import { afterAll, expect, test } from 'vitest'
 import { makePki, TlsWorker } from '../../__test__/faults/support/tls.js'
 
@@ -28,9 +29,11 @@ const explain = (run: Run) => `exit ${run.code}; client said ${JSON.stringify(ru
 
 /** The client under Wine against a worker whose certificate names `altNames`. Its output goes to
  *  files: Wine cannot hand a Windows program the socket pair a Node `pipe` is on Linux. */
-async function runClient(altNames: string[], expect: 'connect' | 'refuse', trustCa: boolean): Promise<{ worker: TlsWorker; run: Run }> {
+async function runClient(altNames: string[], expect: 'connect' | 'refuse', trustCa: boolean) {
   const worker = await TlsWorker.start(pki.issue(`worker-${workers.length}`, altNames))
   workers.push(worker)
+  const protocols: (string | null)[] = []
+  worker.server.on('secureConnection', (socket: TLSSocket) => protocols.push(socket.getProtocol()))
   const out = join(pki.dir, `client-${workers.length}`)
   const env = {
     ...process.env,
@@ -59,11 +62,12 @@ async function runClient(altNames: string[], expect: 'connect' | 'refuse', trust
         return { ev: 'stdout', line }
       }
     })
-  return { worker, run: { code, facts, stderr: readFileSync(`${out}.err`, 'utf8') } }
+  return { worker, protocols, run: { code, facts, stderr: readFileSync(`${out}.err`, 'utf8') } as Run }
 }
 
-test('wss:// with NODE_EXTRA_CA_CERTS naming the throwaway CA: hello, ack, connected', async () => {
-  const { worker, run } = await runClient(['DNS:localhost'], 'connect', true)
+test('wss:// with NODE_EXTRA_CA_CERTS naming the throwaway CA: TLS 1.3, hello, ack, connected', async () => {
+  const { worker, protocols, run } = await runClient(['DNS:localhost'], 'connect', true)
+  expect(protocols).toEqual(['TLSv1.3'])
   expect(run.code, explain(run)).toBe(0)
   expect(run.facts.find((f) => f.ev === 'connected'), explain(run)).toMatchObject({ role: 'source', connected: true })
   expect(worker.hellos).toHaveLength(1)
