@@ -558,20 +558,29 @@ mod tests {
         Ok(())
     }
 
-    #[test]
-    fn while_a_pong_may_wait_a_read_peeks_and_the_next_takes_the_input_out() -> Outcome {
+    const SENT: &[u8] = b"0123456789abcdef";
+
+    /// A socket that spares a pong, after one read of what the peer sent (and the peer, which
+    /// keeps the connection open).
+    fn after_a_read_that_spares_a_pong() -> io::Result<(Tcp, std::net::TcpStream)> {
         let (mut tcp, mut peer) = tcp_pair()?;
         tcp.readable_from(11)?;
-        peer.write_all(b"0123456789abcdef")?;
-        until_input_beyond(&tcp, 15);
+        peer.write_all(SENT)?;
+        until_input_beyond(&tcp, SENT.len() - 1);
         let mut read = [0u8; 32];
-        assert_eq!(tcp.read(&mut read)?, 16);
-        assert_eq!(&read[..16], b"0123456789abcdef");
+        let n = tcp.read(&mut read)?;
+        assert_eq!(&read[..n], SENT);
+        Ok((tcp, peer))
+    }
+
+    #[test]
+    fn while_a_pong_may_wait_a_read_peeks_and_the_next_takes_the_input_out() -> Outcome {
+        let (mut tcp, _peer) = after_a_read_that_spares_a_pong()?;
         // Still in the kernel's queue, but not input waiting: the read had it.
-        assert_eq!(tcp.input_waiting(), 16);
+        assert_eq!(tcp.input_waiting(), SENT.len());
         assert!(!tcp.has_input_beyond(0));
         let error = tcp
-            .read(&mut read)
+            .read(&mut [0u8; 32])
             .err()
             .ok_or("a read after the queue emptied")?;
         assert!(would_block(&WsError::Io(error)));
@@ -581,11 +590,7 @@ mod tests {
 
     #[test]
     fn registering_takes_out_what_a_read_peeked_at() -> Outcome {
-        let (mut tcp, mut peer) = tcp_pair()?;
-        tcp.readable_from(11)?;
-        peer.write_all(b"0123456789abcdef")?;
-        until_input_beyond(&tcp, 15);
-        assert_eq!(tcp.read(&mut [0u8; 32])?, 16);
+        let (mut tcp, _peer) = after_a_read_that_spares_a_pong()?;
         let rt = runtime()?;
         let _entered = rt.enter();
         tcp.register()?;
