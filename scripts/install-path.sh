@@ -94,7 +94,7 @@ for pair in .:client testing:testing; do
 done
 # The WebAssembly fallback and what runs it are in the client itself: no install option can
 # leave them out.
-for f in lib/addon/ctl-migration.wasm lib/addon/wasm.js lib/client.bundle.js lib/client.bundle.mjs LICENSE; do
+for f in lib/addon/ctl-migration.wasm lib/addon/wasm.js lib/client.bundle.js lib/client.bundle.mjs lib/client.bundler.mjs LICENSE; do
   [ -f "$TMP/stage/client/$f" ] || { echo "the client package lacks $f" >&2; exit 1; }
 done
 # The production addon carries no worker simulator (it is the testing addon's alone).

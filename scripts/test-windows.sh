@@ -149,7 +149,7 @@ rm -rf "$PKG" && mkdir -p "$PKG"
 git ls-files -z --cached --others --exclude-standard -- package.json index.d.ts lib smoke scripts/windows/wss-client.mjs | xargs -0 cp --parents -t "$PKG"
 # The client's entries are generated, not in git (scripts/bundle-glue.mjs).
 node scripts/bundle-glue.mjs
-cp --parents lib/client.bundle.js lib/client.bundle.mjs "$PKG"
+cp --parents lib/client.bundle.js lib/client.bundle.mjs lib/client.bundler.mjs "$PKG"
 cp "$OUT/ctl_migration.dll" "$PKG/lib/addon/ctl-migration.win32-x64-msvc.node"
 mkdir -p "$PKG/node_modules/@norskvideo/ctl-migration"
 git ls-files -z -- package.json lib | xargs -0 cp --parents -t "$PKG/node_modules/@norskvideo/ctl-migration"
