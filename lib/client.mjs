@@ -1,6 +1,13 @@
-// ESM entry: the CommonJS module itself, imported (not required) so that bundlers follow it, and
-// so both entries share one module instance and one addon.
-import client from './client.js'
+// ESM entry on Node: the CommonJS module itself, so that both entries share one module instance
+// and one addon. Required through createRequire, not imported: importing a CommonJS module
+// starts Node's CommonJS translator and its export lexer for it (docs/performance.md, "Issue 29
+// again"). Bundlers do not follow createRequire: the package's "exports" give them
+// lib/client.bundler.mjs under the "module" condition, the same exports over a static import
+// (scripts/bundle-glue.mjs).
+import { createRequire } from 'node:module'
+
+/** @type {typeof import('./client.js')} */
+const client = createRequire(import.meta.url)('./client.js')
 
 export const connectMigration = client.connectMigration
 export const stateRefusal = client.stateRefusal

@@ -47,7 +47,7 @@ tar -tzf "$TESTING_TGZ" | sort >&2
 client_files=$(tar -tzf "$CLIENT_TGZ" | sort | tee /dev/stderr)
 # The WebAssembly fallback and what runs it are in the client itself: no install option can
 # leave them out. Each platform package carries its one binary (the client's or the simulator's).
-for f in lib/addon/ctl-migration.wasm lib/addon/wasm.js lib/client.bundle.js lib/client.bundle.mjs lib/client.esm-bridge.js LICENSE; do
+for f in lib/addon/ctl-migration.wasm lib/addon/wasm.js lib/client.bundle.js lib/client.bundle.mjs lib/client.bundler.mjs LICENSE; do
   grep -qx "package/$f" <<<"$client_files" || fail "the client package lacks $f"
 done
 for pair in "$CLIENT_PLATFORM_TGZ:ctl-migration" "$TESTING_PLATFORM_TGZ:ctl-migration-testing"; do

@@ -87,7 +87,7 @@ rm -rf "$PKG" && mkdir -p "$PKG/node_modules/@norskvideo/ctl-migration" "$KIT"
 node scripts/bundle-glue.mjs # the client's entries are generated, not in git
 git ls-files -z --cached --others --exclude-standard -- package.json index.d.ts lib smoke scripts/windows/wss-client.mjs |
   xargs -0 cp --parents -t "$PKG"
-cp --parents lib/client.bundle.js lib/client.bundle.mjs lib/client.esm-bridge.js "$PKG"
+cp --parents lib/client.bundle.js lib/client.bundle.mjs lib/client.bundler.mjs "$PKG"
 cp "$OUT/ctl_migration.dll" "$PKG/lib/addon/ctl-migration.win32-x64-msvc.node"
 git ls-files -z -- package.json lib | xargs -0 cp --parents -t "$PKG/node_modules/@norskvideo/ctl-migration"
 (cd testing && git ls-files -z -- package.json lib | xargs -0 cp --parents -t "$KIT")

@@ -34,6 +34,16 @@ pub struct Tcp {
     reactor: Option<tokio::net::TcpStream>,
     /// Which way the last operation that would have blocked was going: what to wait for.
     blocked: Interest,
+    /// The last read, while nothing of ours was registered (the JavaScript thread's poll waits
+    /// for the socket), took less than it asked for: the kernel had no more input then.
+    emptied: bool,
+    /// Input the last read only peeked at: tungstenite has it, the kernel's queue still holds
+    /// it until the next read (or a registration) takes it out.
+    peeked: usize,
+    /// A pong may be waiting in the socket (`readable_from` raised the mark).
+    spares_pong: bool,
+    /// The next read is the first since the last one that would have blocked.
+    first_read: bool,
 }
 
 impl Tcp {
@@ -63,6 +73,8 @@ impl Tcp {
 
     /// Registers the socket with the runtime thread's reactor. On the runtime thread only.
     pub fn register(&mut self) -> io::Result<()> {
+        self.consume_peeked()?;
+        self.emptied = false;
         if self.reactor.is_none() {
             self.reactor = Some(tokio::net::TcpStream::from_std(self.socket.try_clone()?)?);
         }
@@ -72,6 +84,18 @@ impl Tcp {
     /// Takes the socket out of the runtime thread's reactor: the JavaScript thread polls it now.
     pub fn unregister(&mut self) {
         self.reactor = None;
+        self.first_read = true;
+    }
+
+    /// Takes input an earlier read peeked at out of the kernel's queue: it is tungstenite's.
+    pub fn consume_peeked(&mut self) -> io::Result<()> {
+        let bytes = std::mem::take(&mut self.peeked);
+        if bytes == 0 {
+            return Ok(());
+        }
+        // Only this reads the queue, and the bytes are in it: one read takes them.
+        let mut taken = vec![0; bytes];
+        (&self.socket).read_exact(&mut taken)
     }
 
     /// A duplicate of the socket, for the JavaScript thread's poll.
@@ -104,8 +128,10 @@ impl Tcp {
     /// Whether more than `bytes` of input are waiting in the kernel (or the peer has closed),
     /// without taking them.
     pub fn has_input_beyond(&self, bytes: usize) -> bool {
-        let mut peeked = [0u8; 64];
-        match self.socket.peek(&mut peeked[..(bytes + 1).min(64)]) {
+        // What a read peeked at is read, though the kernel still holds it.
+        let bytes = bytes + self.peeked;
+        let mut probe = vec![0; bytes + 1];
+        match self.socket.peek(&mut probe) {
             Ok(0) => true,
             Ok(n) => n > bytes,
             Err(e) => e.kind() != io::ErrorKind::WouldBlock,
@@ -116,7 +142,7 @@ impl Tcp {
     /// nobody (`SO_RCVLOWAT`); more input, the end of the stream or an error still do, and a
     /// read takes whatever is there. Lowering it wakes a poll at once if the input now counts.
     #[cfg(unix)]
-    pub fn readable_from(&self, bytes: usize) -> io::Result<()> {
+    pub fn readable_from(&mut self, bytes: usize) -> io::Result<()> {
         use std::os::fd::AsRawFd;
         let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
         // SAFETY: an open socket, and an int option of the size given.
@@ -129,16 +155,16 @@ impl Tcp {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             )
         };
-        if status == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
+        if status != 0 {
+            return Err(io::Error::last_os_error());
         }
+        self.spares_pong = bytes > 1;
+        Ok(())
     }
 
     /// Off Unix the JavaScript thread never polls the socket: nothing to spare it.
     #[cfg(not(unix))]
-    pub fn readable_from(&self, _bytes: usize) -> io::Result<()> {
+    pub fn readable_from(&mut self, _bytes: usize) -> io::Result<()> {
         Err(io::ErrorKind::Unsupported.into())
     }
 
@@ -184,8 +210,44 @@ impl Drop for Tcp {
 }
 
 impl Read for Tcp {
+    /// Where the JavaScript thread polls the socket (nothing of ours registered):
+    /// - After a read that emptied the kernel's queue, the next read would block without asking
+    ///   the kernel: libuv's poll is level-triggered, so input that came since wakes the thread
+    ///   again. No system call between a handler's return and the microtasks that send its
+    ///   answer. (The runtime thread's reactor is edge-triggered: it always reads for real.)
+    /// - While a report's pong may wait in the socket (D13), the first read after a wait only
+    ///   peeks, and the input leaves the kernel's queue at the next read, after the handler's
+    ///   answer went. A pong and the worker's next frame are two small segments, and a read that
+    ///   empties the queue of two makes Linux send an acknowledgement there and then, before
+    ///   the frame is handled; once the answer (which acknowledges them) has gone, it sends
+    ///   none.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io(Interest::READABLE, |mut socket| socket.read(buf))
+        self.consume_peeked()?;
+        let polled = self.reactor.is_none();
+        if std::mem::take(&mut self.emptied) {
+            self.blocked = Interest::READABLE;
+            self.first_read = true;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let peek = polled && self.spares_pong && std::mem::take(&mut self.first_read);
+        let read = self.io(Interest::READABLE, |mut socket| {
+            if peek {
+                socket.peek(buf)
+            } else {
+                socket.read(buf)
+            }
+        });
+        match &read {
+            Ok(n) => {
+                if peek {
+                    self.peeked = *n;
+                }
+                self.emptied = polled && *n > 0 && *n < buf.len();
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.first_read = true,
+            Err(_) => {}
+        }
+        read
     }
 }
 
@@ -336,6 +398,10 @@ pub async fn connect(url: &str) -> Result<Ws, ConnectError> {
         socket: connected.into_std()?,
         reactor: None,
         blocked: Interest::READABLE,
+        emptied: false,
+        peeked: 0,
+        spares_pong: false,
+        first_read: true,
     };
     tcp.register()?;
 
@@ -388,6 +454,10 @@ mod tests {
             socket: ours,
             reactor: None,
             blocked: Interest::READABLE,
+            emptied: false,
+            peeked: 0,
+            spares_pong: false,
+            first_read: true,
         };
         Ok((tcp, peer))
     }
@@ -458,13 +528,73 @@ mod tests {
 
     #[test]
     fn input_under_the_low_water_mark_wakes_no_poll_until_it_is_lowered() -> Outcome {
-        let (tcp, mut peer) = tcp_pair()?;
+        let (mut tcp, mut peer) = tcp_pair()?;
         tcp.readable_from(11)?;
         peer.write_all(b"0123456789")?;
         until_input_beyond(&tcp, 9);
         assert!(!tcp.polls_readable());
         tcp.readable_from(1)?;
         assert!(tcp.polls_readable());
+        Ok(())
+    }
+
+    #[test]
+    fn after_a_read_that_emptied_the_queue_the_next_would_block_without_asking() -> Outcome {
+        let (mut tcp, mut peer) = tcp_pair()?;
+        let mut read = [0u8; 16];
+        peer.write_all(b"01234")?;
+        until_input_beyond(&tcp, 4);
+        assert_eq!(tcp.read(&mut read)?, 5);
+        peer.write_all(b"56789")?;
+        until_input_beyond(&tcp, 4);
+        let error = tcp
+            .read(&mut read)
+            .err()
+            .ok_or("a read after the queue emptied")?;
+        assert!(would_block(&WsError::Io(error)));
+        // The input that came meanwhile is still there for the poll, and read next.
+        assert!(tcp.polls_readable());
+        assert_eq!(tcp.read(&mut read)?, 5);
+        Ok(())
+    }
+
+    const SENT: &[u8] = b"0123456789abcdef";
+
+    /// A socket that spares a pong, after one read of what the peer sent (and the peer, which
+    /// keeps the connection open).
+    fn after_a_read_that_spares_a_pong() -> io::Result<(Tcp, std::net::TcpStream)> {
+        let (mut tcp, mut peer) = tcp_pair()?;
+        tcp.readable_from(11)?;
+        peer.write_all(SENT)?;
+        until_input_beyond(&tcp, SENT.len() - 1);
+        let mut read = [0u8; 32];
+        let n = tcp.read(&mut read)?;
+        assert_eq!(&read[..n], SENT);
+        Ok((tcp, peer))
+    }
+
+    #[test]
+    fn while_a_pong_may_wait_a_read_peeks_and_the_next_takes_the_input_out() -> Outcome {
+        let (mut tcp, _peer) = after_a_read_that_spares_a_pong()?;
+        // Still in the kernel's queue, but not input waiting: the read had it.
+        assert_eq!(tcp.input_waiting(), SENT.len());
+        assert!(!tcp.has_input_beyond(0));
+        let error = tcp
+            .read(&mut [0u8; 32])
+            .err()
+            .ok_or("a read after the queue emptied")?;
+        assert!(would_block(&WsError::Io(error)));
+        assert_eq!(tcp.input_waiting(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn registering_takes_out_what_a_read_peeked_at() -> Outcome {
+        let (mut tcp, _peer) = after_a_read_that_spares_a_pong()?;
+        let rt = runtime()?;
+        let _entered = rt.enter();
+        tcp.register()?;
+        assert_eq!(tcp.input_waiting(), 0);
         Ok(())
     }
 

@@ -175,7 +175,7 @@ impl<S> State<S> {
     /// input's (no TLS); never for the runtime thread, whose wake-ups cost the product nothing.
     fn follow_pong_wait(&mut self) {
         let wait = self.core.pong_may_wait() && self.handoff.reader() == Reader::JavaScript;
-        let Some(ws) = self.socket.as_ref().filter(|ws| ws.get_ref().is_plain()) else {
+        let Some(ws) = self.socket.as_mut().filter(|ws| ws.get_ref().is_plain()) else {
             return;
         };
         if wait == self.pong_waits {
@@ -183,7 +183,7 @@ impl<S> State<S> {
         }
         let from = if wait { PONG_BYTES + 1 } else { 1 };
         // Failing that, every pong wakes its reader, as any input does.
-        if ws.get_ref().tcp().readable_from(from).is_ok() {
+        if ws.get_mut().tcp_mut().readable_from(from).is_ok() {
             self.pong_waits = wait;
         }
     }
@@ -279,7 +279,14 @@ impl<S: JsSink> NativeClient<S> {
         match state.handoff.js_turn() {
             JsTurn::NotReader => return JsRead::NotReader,
             // Those deliveries read again once they have run.
-            JsTurn::AfterDeliveries => return JsRead::Nothing,
+            JsTurn::AfterDeliveries => {
+                // Input a read peeked at leaves the queue, or the poll would find it there again
+                // at once; a socket that fails here fails its next read too.
+                if let Some(ws) = state.socket.as_mut() {
+                    let _ = ws.get_mut().tcp_mut().consume_peeked();
+                }
+                return JsRead::Nothing;
+            }
             JsTurn::Read => {}
         }
         match read_one(&mut state, Caller::JavaScript) {
