@@ -85,8 +85,9 @@ function putBytes(data) {
 
 /** @type {JsAction[]} */
 const NONE = []
-/** The actions an event's function answered with, `len` bytes of JSON, after the bytes it has
- *  the glue write, if any (copied out: the next event reuses the memory).
+/** The actions an event's function answered with, `len` bytes of JSON (none: nothing to do,
+ *  the commonest answer), after the bytes it has the glue write, if any (copied out: the next
+ *  event reuses the memory).
  *  @param {number} len
  *  @returns {Array<JsAction | WriteAction>} */
 function answer(len) {
@@ -96,7 +97,11 @@ function answer(len) {
   const actions = len === 0 ? NONE : JSON.parse(decoder.decode(memoryBytes.subarray(words[cells], words[cells] + len)))
   if (writeLen === 0) return actions
   const at = words[cells + 1]
-  return [{ kind: 'Write', bytes: memoryBytes.slice(at, at + writeLen) }, ...actions]
+  /** @type {WriteAction} */
+  const write = { kind: 'Write', bytes: memoryBytes.slice(at, at + writeLen) }
+  if (len === 0) return [write]
+  actions.unshift(write)
+  return actions
 }
 
 /** The answer of a byte-stream read, or null when the bytes held nothing complete.
