@@ -1092,19 +1092,29 @@ fn a_confirmed_report_is_never_sent_again() {
     assert!(sent(&actions).is_empty(), "{:?}", sent(&actions));
 }
 
-#[test]
-fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
+/// A clocked core with a heartbeat of 1000 ms on a transport that pings, connected and
+/// observing reports; `put_off` puts a burst's pings off.
+fn clocked_pinging(put_off: bool) -> Clocked {
     let mut c = Clocked::new(1_000.0, 0.0);
     c.p = Protocol::new(Config {
         confirm_by_ping: true,
         ..c.p.cfg.clone()
     });
+    if put_off {
+        c.p.put_off_pings_in_bursts();
+    }
     c.p.start(0.0);
     acked(&mut c);
     c.p.observe(Observed {
         reports: true,
         ..Observed::default()
     });
+    c
+}
+
+#[test]
+fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
+    let mut c = clocked_pinging(false);
     c.advance_to(1_000.0);
     let heartbeat = c.drain();
     assert!(heartbeat.contains(&Action::Ping(1)), "{heartbeat:?}");
@@ -1233,18 +1243,7 @@ fn a_report_whose_ping_was_put_off_is_held_at_a_drop_and_sent_again_with_its_own
 
 #[test]
 fn a_heartbeat_ping_after_a_report_whose_ping_was_put_off_confirms_it() {
-    let mut c = Clocked::new(1_000.0, 0.0);
-    c.p = Protocol::new(Config {
-        confirm_by_ping: true,
-        ..c.p.cfg.clone()
-    });
-    c.p.put_off_pings_in_bursts();
-    c.p.start(0.0);
-    acked(&mut c);
-    c.p.observe(Observed {
-        reports: true,
-        ..Observed::default()
-    });
+    let mut c = clocked_pinging(true);
     // Made just before the heartbeat's ping is due, the second report's ping is put off.
     c.p.tell(999.0);
     c.p.report_ready("1".into()).ok();
