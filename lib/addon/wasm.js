@@ -281,8 +281,9 @@ class Client {
     return answer(exports_.ctl_stream_connected(this.handle, nowMs))
   }
 
-  /** Bytes arrived: the answer to the first thing they complete, or null; `streamMore` then
-   *  says whether `streamRead` may find more.
+  /** Bytes arrived: the answer to the first thing they complete (read past what leaves this
+   *  glue nothing to do, as a pong), or null; `streamMore` then says whether `streamRead` may
+   *  find more.
    *  @param {Uint8Array} data @param {number} nowMs */
   streamData(data, nowMs) {
     const actions = streamAnswer(exports_.ctl_stream_data(this.handle, putBytes(data), nowMs))
