@@ -83,6 +83,27 @@ function putBytes(data) {
   return data.length
 }
 
+// Where the bytes to write are copied out of the memory to: slices of one buffer, and a new
+// one when it is used up (a write the socket still holds keeps its slice, and with it the old
+// buffer), as Node's Buffer pool does. A `slice` of the memory per write is an ArrayBuffer of
+// its own: five times the cost of a write's copy (0.3–0.5 µs against 0.06).
+const WRITE_SLAB_BYTES = 64 * 1024
+let writeSlab = new Uint8Array(WRITE_SLAB_BYTES)
+let writeSlabAt = 0
+/** A copy of the memory's `len` bytes at `at`, for the socket to write.
+ *  @param {Uint8Array} memoryBytes @param {number} at @param {number} len */
+function copyOut(memoryBytes, at, len) {
+  if (len > WRITE_SLAB_BYTES) return memoryBytes.slice(at, at + len)
+  if (writeSlabAt + len > WRITE_SLAB_BYTES) {
+    writeSlab = new Uint8Array(WRITE_SLAB_BYTES)
+    writeSlabAt = 0
+  }
+  const copy = writeSlab.subarray(writeSlabAt, writeSlabAt + len)
+  copy.set(memoryBytes.subarray(at, at + len))
+  writeSlabAt += len
+  return copy
+}
+
 /** @type {JsAction[]} */
 const NONE = []
 /** The actions an event's function answered with, `len` bytes of JSON (none: nothing to do,
@@ -98,7 +119,7 @@ function answer(len) {
   if (writeLen === 0) return actions
   const at = words[cells + 1]
   /** @type {WriteAction} */
-  const write = { kind: 'Write', bytes: memoryBytes.slice(at, at + writeLen) }
+  const write = { kind: 'Write', bytes: copyOut(memoryBytes, at, writeLen) }
   if (len === 0) return [write]
   actions.unshift(write)
   return actions
