@@ -148,13 +148,10 @@ describe.each(transports)('on %s', (_, transportOpts) => {
     worker.cutoverReady('m1', { at: 1 })
     await worker.waitForFrame('source-stopped-output')
     await until(() => traces.includes('asyncEnd:onCutoverReady'), 'the async handler to settle')
+    // A line per handler call.
     expect(traces).toEqual([
-      'start:onGetState',
-      'end:onGetState',
-      'start:onCutoverReady',
-      'end:onCutoverReady',
-      'asyncStart:onCutoverReady',
-      'asyncEnd:onCutoverReady',
+      'start:onGetState', 'end:onGetState',
+      'start:onCutoverReady', 'end:onCutoverReady', 'asyncStart:onCutoverReady', 'asyncEnd:onCutoverReady',
     ])
   })
 
@@ -173,14 +170,8 @@ describe.each(transports)('on %s', (_, transportOpts) => {
     worker.abort('m1', 'given up', { to: worker.env() })
     await until(() => traces.includes('asyncEnd:onAbort'), 'the rejection to be traced')
     expect(traces).toEqual([
-      'start:onCutoverReady',
-      'error:onCutoverReady',
-      'end:onCutoverReady',
-      'start:onAbort',
-      'end:onAbort',
-      'error:onAbort',
-      'asyncStart:onAbort',
-      'asyncEnd:onAbort',
+      'start:onCutoverReady', 'error:onCutoverReady', 'end:onCutoverReady',
+      'start:onAbort', 'end:onAbort', 'error:onAbort', 'asyncStart:onAbort', 'asyncEnd:onAbort',
     ])
     expect(client.connected).toBe(true)
   })

@@ -332,49 +332,41 @@ describe('a source handing over', () => {
     expect(client.migrationId).toBeUndefined()
   })
 
-  test('reportState inside onGetState answers at once; the return value is then ignored', async () => {
-    const client: MigrationClient = connect({
-      onGetState() {
+  test.each<[string, (client: MigrationClient) => unknown, string, string | undefined]>([
+    [
+      'reportState',
+      (client) => {
         client.reportState({ from: 'inside' })
         return { from: 'return' }
       },
-    })
-    await flush()
-    const socket = FakeSocket.last
-    socket.accept()
-    socket.receive({ type: 'get-state', migrationId: 'm1' })
-    expect(socket.sent.slice(1)).toEqual(['{"type":"state","payload":{"from":"inside"}}'])
-    await flush(5)
-    expect(socket.sent).toHaveLength(2)
-  })
-
-  test('refuseState inside onGetState answers at once; the return value is then ignored', async () => {
-    const client: MigrationClient = connect({
-      async onGetState() {
+      '{"type":"state","payload":{"from":"inside"}}',
+      'm1',
+    ],
+    [
+      'refuseState',
+      async (client) => {
         client.refuseState('decided elsewhere')
         return { ignored: true }
       },
-    })
-    await flush()
-    const socket = FakeSocket.last
-    socket.accept()
+      '{"type":"state-refused","reason":"decided elsewhere"}',
+      undefined,
+    ],
+  ])('%s inside onGetState answers at once; the return value is then ignored', async (_answer, onGetState, sent, migrationId) => {
+    const { client, socket } = await connected({ onGetState: () => onGetState(client) })
     socket.receive({ type: 'get-state', migrationId: 'm1' })
-    expect(socket.sent.slice(1)).toEqual(['{"type":"state-refused","reason":"decided elsewhere"}'])
+    expect(socket.sent.slice(1)).toEqual([sent])
     await flush(5)
     expect(socket.sent).toHaveLength(2)
-    expect(client.migrationId).toBeUndefined()
+    expect(client.migrationId).toBe(migrationId)
   })
 
   test('a throw after reportState inside the handler sends nothing more', async () => {
-    const client: MigrationClient = connect({
+    const { client, socket } = await connected({
       onGetState() {
         client.reportState(1)
         throw new Error('after')
       },
     })
-    await flush()
-    const socket = FakeSocket.last
-    socket.accept()
     socket.receive({ type: 'get-state', migrationId: 'm1' })
     await flush(5)
     expect(socket.sent.slice(1)).toEqual(['{"type":"state","payload":1}'])

@@ -4,6 +4,7 @@ import { inspect } from 'node:util'
 import { describe, expect, test } from 'vitest'
 import { connectMigration, type MigrationHandlers } from '@norskvideo/ctl-migration'
 import { useHarness } from './support/client.js'
+import { escapesOf } from './support/escapes.js'
 
 const h = useHarness()
 
@@ -88,11 +89,7 @@ describe('D3 the propose is always answered', () => {
 })
 
 test('D4 nothing a handler throws or rejects with escapes; it is logged', async () => {
-  const escaped: unknown[] = []
-  const onEscape = (e: unknown) => escaped.push(e)
-  process.on('unhandledRejection', onEscape)
-  process.on('uncaughtException', onEscape)
-  try {
+  const escaped = await escapesOf(async () => {
     const client = h.connect({
       onCutoverReady: () => {
         throw new Error('sync boom')
@@ -117,12 +114,9 @@ test('D4 nothing a handler throws or rejects with escapes; it is logged', async 
     await h.logged("handler for 'abort' threw: Error: rejected boom")
     await h.logged('connected boom')
     await new Promise((resolve) => setImmediate(resolve))
-    expect(escaped).toEqual([])
     expect(client.connected).toBe(true)
-  } finally {
-    process.off('unhandledRejection', onEscape)
-    process.off('uncaughtException', onEscape)
-  }
+  })
+  expect(escaped).toEqual([])
 })
 
 describe('D5 close codes', () => {

@@ -214,31 +214,21 @@ describe('frames', () => {
     expect(w.violations[0].detail).toBe('frame is not valid JSON')
   })
 
-  test('a binary frame: closed 4400', async () => {
+  test.each<[string, (job: RawJob) => void, object]>([
+    ['a binary frame', (job) => job.ws.send(Buffer.from(JSON.stringify({ type: 'target-ready', payload: 1 }))), { rule: 'binary-frame' }],
+    [
+      'state with no get-state in flight',
+      (job) => job.send({ type: 'state', payload: { at: 1 } }),
+      { rule: 'unexpected-answer', detail: "'state' with no get-state in flight" },
+    ],
+    ['state-refused with no get-state in flight', (job) => job.send({ type: 'state-refused', reason: 'no' }), { rule: 'unexpected-answer' }],
+  ])('%s: closed 4400', async (_what, send, violation) => {
     const w = await worker()
     const job = await connect(w, w.env())
-    job.ws.send(Buffer.from(JSON.stringify({ type: 'target-ready', payload: 1 })))
+    send(job)
     expect((await job.closedWith()).code).toBe(4400)
     await w.waitForClose()
-    expect(w.violations).toMatchObject([{ rule: 'binary-frame' }])
-  })
-
-  test('state with no get-state in flight: closed 4400', async () => {
-    const w = await worker()
-    const job = await connect(w, w.env())
-    job.send({ type: 'state', payload: { at: 1 } })
-    expect((await job.closedWith()).code).toBe(4400)
-    await w.waitForClose()
-    expect(w.violations).toMatchObject([{ rule: 'unexpected-answer', detail: "'state' with no get-state in flight" }])
-  })
-
-  test('state-refused with no get-state in flight: closed 4400', async () => {
-    const w = await worker()
-    const job = await connect(w, w.env())
-    job.send({ type: 'state-refused', reason: 'no' })
-    expect((await job.closedWith()).code).toBe(4400)
-    await w.waitForClose()
-    expect(w.violations).toMatchObject([{ rule: 'unexpected-answer' }])
+    expect(w.violations).toMatchObject([violation])
   })
 
   test('a second answer to one get-state: closed 4400', async () => {

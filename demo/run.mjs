@@ -1,19 +1,22 @@
-// `npm run demo`: the worker simulator and two product processes hand a streaming counter over.
+// `npm run demo`: the worker simulator and product processes hand a streaming counter over. The
+// product is the starter `ctl-migration init` writes (testing/bin/starter-product.mjs): it prints
+// `output 0`, `output 1`, … while it is live and hands its position over.
 //
 //   1. m-1, a full handover: the source streams a counter; the worker proposes, launches a target
 //      with the source's position, and cuts over. The target carries on from the source's last
 //      value, with no gap and no repeat.
 //   2. m-2: the old source, its output gone, refuses the next propose.
 //   3. m-3, aborted half-way: a new target is launched and ready, then the worker aborts; the
-//      live instance keeps streaming and the new target stands down.
+//      live instance keeps streaming and the worker stops the target it launched.
 //
 // `--verbose` also prints the products' migration log lines.
 import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { HandoverError, runHandover, startTestWorker } from '@norskvideo/ctl-migration-testing'
 
-const PRODUCT = fileURLToPath(new URL('./product.mjs', import.meta.url))
+const PRODUCT = fileURLToPath(new URL('../testing/bin/starter-product.mjs', import.meta.url))
 const WAIT_MS = 10_000
 const verbose = process.argv.includes('--verbose')
 const products = []
@@ -27,62 +30,46 @@ function heading(title) {
   say(`── ${title} ${'─'.repeat(Math.max(3, 72 - title.length))}`)
 }
 
-/** A product process: its events (JSON lines on its stdout), awaited as they come. */
-function startProduct(label, env, { live }) {
-  const child = spawn(process.execPath, [PRODUCT], {
-    env: { ...process.env, ...env, DEMO_LIVE: live ? '1' : '0', DEMO_NAME: label },
-    stdio: ['pipe', 'pipe', 'inherit'],
+/** A product process: the counter values it prints (`output N` lines), awaited as they come, and
+ *  its client's log lines (on its stderr). */
+function startProduct(label, env) {
+  const child = spawn(process.execPath, [PRODUCT], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const outputs = []
+  const logs = []
+  createInterface({ input: child.stderr }).on('line', (line) => {
+    logs.push(line)
+    if (verbose) say(`  ${label.padEnd(10)} ${line}`)
   })
-  const events = []
-  const waiters = new Set()
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)))
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    let event
-    try {
-      event = JSON.parse(line)
-    } catch {
-      event = { event: 'log', line }
-    }
-    events.push(event)
-    if (verbose && event.event === 'log') say(`  ${label.padEnd(10)} [migration] ${event.line}`)
-    for (const wake of [...waiters]) wake()
+  const stdout = createInterface({ input: child.stdout })
+  stdout.on('line', (line) => {
+    const output = /^output (\d+)$/.exec(line)
+    if (output) outputs.push(Number(output[1]))
   })
   const product = {
     label,
     pid: child.pid,
-    events,
-    exited,
-    /** Resolves with the first event (after `from`) that `matches`; rejects naming `what`. */
-    when(what, matches, from = 0) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const found = events.slice(from).find(matches)
-          if (!found) return
-          done()
-          resolve(found)
-        }
-        const timer = setTimeout(() => {
-          done()
-          reject(new Error(`${label} (pid ${child.pid}): no ${what} within ${WAIT_MS} ms`))
-        }, WAIT_MS)
-        const done = () => {
-          clearTimeout(timer)
-          waiters.delete(check)
-        }
-        waiters.add(check)
-        check()
-      })
+    logs,
+    /** The values printed, from the `from`th on. */
+    outputs: (from = 0) => outputs.slice(from),
+    /** Resolves once `ready()` holds, checked after each line the product prints; rejects naming
+     *  `what` after WAIT_MS. */
+    async when(what, ready) {
+      const deadline = AbortSignal.timeout(WAIT_MS)
+      while (!ready()) {
+        // The counter's listener above runs first, so a line is counted before `ready` sees it.
+        await once(stdout, 'line', { signal: deadline }).catch(() => {
+          throw new Error(`${label} (pid ${child.pid}): no ${what} within ${WAIT_MS} ms`)
+        })
+      }
     },
-    outputs(from = 0) {
-      return events.slice(from).filter((e) => e.event === 'output').map((e) => e.n)
-    },
-    /** Ends its stdin: the product closes its client and exits. */
+    /** SIGTERM, as the worker stops an instance: the product closes its client and exits. */
     async stop() {
-      child.stdin.end()
+      child.kill('SIGTERM')
       return exited
     },
     kill() {
-      child.kill()
+      child.kill('SIGKILL')
     },
   }
   products.push(product)
@@ -121,9 +108,9 @@ async function main() {
   say(`worker    the simulator, listening on ${worker.url} (in this process)`)
 
   const sourceEnv = worker.env('counter', 'main')
-  const source = startProduct('source', sourceEnv, { live: true })
-  await source.when('connection', (e) => e.event === 'connected')
-  await source.when('five outputs', (e) => e.event === 'output' && e.n >= 4)
+  const source = startProduct('source', sourceEnv)
+  await worker.waitForConnection(sourceEnv, { timeoutMs: WAIT_MS })
+  await source.when('five outputs', () => source.outputs().length >= 5)
   say(`source    pid ${source.pid}, instance counter/main, connected as source, streaming: ${source.outputs().join(' ')} …`)
 
   // 1. A full handover.
@@ -134,19 +121,20 @@ async function main() {
     source: sourceEnv,
     migrationId: 'm-1',
     target: (env) => {
-      target = startProduct('target', env, { live: false })
+      target = startProduct('target', env)
     },
   })
   printTable([HEADER, ...stepRows(handover, target), ['total', '', '', `${handover.totalMs.toFixed(2)} ms`]])
-  const stopped = await source.when('stop', (e) => e.event === 'stopped')
-  const first = await target.when('output', (e) => e.event === 'output')
+  // Where the source said it stopped (its source-stopped-output), against what each printed.
+  const { last } = worker.frames.find((r) => r.frame.type === 'source-stopped-output').frame.payload
+  await source.when(`output ${last}`, () => source.outputs().includes(last))
+  await target.when('output', () => target.outputs().length > 0)
   const sourceOutput = source.outputs()
-  const last = sourceOutput[sourceOutput.length - 1]
-  if (last !== stopped.last || first.n !== last + 1) {
-    throw new Error(`the counter broke: the source's last value was ${last}, the target's first ${first.n}`)
+  const [first] = target.outputs()
+  if (sourceOutput[sourceOutput.length - 1] !== last || first !== last + 1) {
+    throw new Error(`the counter broke: the source's last value was ${sourceOutput[sourceOutput.length - 1]} (it said ${last}), the target's first ${first}`)
   }
-  const skew = handover.steps[handover.steps.length - 1].payload.skewMs
-  say(`  the source streamed ${sourceOutput[0]}…${last} and stopped; the target went on from ${first.n}: no gap, no repeat (${skew} ms between them)`)
+  say(`  the source streamed ${sourceOutput[0]}…${last} and stopped; the target went on from ${first}: no gap, no repeat`)
 
   // 2. The old source refuses.
   heading('migration m-2: the old source refuses')
@@ -160,30 +148,30 @@ async function main() {
   }
   await source.stop()
   const retired = await worker.waitForClose({ from: sourceEnv })
-  say(`  the old source is retired: it closed its socket (${retired.code} ${retired.reason}) and exited`)
+  say(`  the old source is retired (SIGTERM): it closed its socket (${retired.code} ${retired.reason}) and exited`)
 
   // 3. Aborted half-way, after the new target is ready.
   heading('migration m-3: aborted half-way')
   const liveEnv = { jobId: 'counter', role: 'target-m-1' }
   let standby
+  let standbyEnv
   const aborted = await runHandover({
     worker,
     source: liveEnv,
     migrationId: 'm-3',
     abortAfter: 'initial-state',
     target: (env) => {
-      standby = startProduct('standby', env, { live: false })
+      standbyEnv = env
+      standby = startProduct('standby', env)
     },
   })
   printTable([HEADER, ...stepRows(aborted, standby), ['abort', 'abort → source and target', JSON.stringify(aborted.aborted.reason), '']])
-  const kept = await target.when('abort', (e) => e.event === 'aborted')
-  const stoodDown = await standby.when('abort', (e) => e.event === 'aborted')
-  const exit = await standby.exited
-  const mark = target.events.length
-  await target.when('three more outputs', () => target.outputs(mark).length >= 3, mark)
-  const after = target.outputs(mark).slice(0, 3)
-  say(`  the live instance ${kept.action}: … ${after.join(' ')} …`)
-  say(`  the new target is ${stoodDown.action}: it closed its client and exited (code ${exit})`)
+  const mark = target.outputs().length
+  await target.when('three more outputs', () => target.outputs(mark).length >= 3)
+  say(`  the live instance kept streaming: … ${target.outputs(mark).slice(0, 3).join(' ')} …`)
+  const exit = await standby.stop()
+  await worker.waitForClose({ from: standbyEnv })
+  say(`  the new target never went live; the worker stops it (SIGTERM): it closed its client and exited (code ${exit})`)
 
   // Done: stop the product, then the worker.
   await target.stop()
@@ -200,8 +188,7 @@ main().catch((e) => {
   say()
   say(`demo failed: ${e instanceof Error ? e.message : String(e)}`)
   for (const p of products) {
-    const logs = p.events.filter((x) => x.event === 'log').slice(-10)
-    if (logs.length) say(`${p.label}'s last migration log lines:\n${logs.map((x) => `  ${x.line}`).join('\n')}`)
+    if (p.logs.length) say(`${p.label}'s last log lines:\n${p.logs.slice(-10).map((line) => `  ${line}`).join('\n')}`)
     p.kill()
   }
   process.exit(1)

@@ -151,33 +151,14 @@ function socketClient(handlers, url, token, name, opts) {
     get connected() {
       return core.connected
     },
-    /** @param {unknown} payload */
-    reportState(payload) {
-      run(core.reportState(payloadJson(payload)))
-    },
-    /** @param {unknown} reason */
-    refuseState(reason) {
-      run(core.refuseState(String(reason)))
-    },
-    /** @param {unknown} payload */
-    reportReady(payload) {
-      run(core.reportReady(payloadJson(payload)))
-    },
-    /** @param {unknown} payload */
-    reportStoppedOutput(payload) {
-      run(core.reportStoppedOutput(payloadJson(payload)))
-    },
-    /** @param {unknown} [summary] */
-    reportApplied(summary) {
-      run(core.reportApplied(appliedSummary(summary)))
-    },
-    /** @param {unknown} reason */
-    abort(reason) {
-      run(core.abort(String(reason)))
-    },
-    close() {
-      run(core.close())
-    },
+    // Each call hands the core what the product gave, in the core's terms, and runs its answer.
+    reportState: (/** @type {unknown} */ payload) => run(core.reportState(payloadJson(payload))),
+    refuseState: (/** @type {unknown} */ reason) => run(core.refuseState(String(reason))),
+    reportReady: (/** @type {unknown} */ payload) => run(core.reportReady(payloadJson(payload))),
+    reportStoppedOutput: (/** @type {unknown} */ payload) => run(core.reportStoppedOutput(payloadJson(payload))),
+    reportApplied: (/** @type {unknown} */ summary) => run(core.reportApplied(appliedSummary(summary))),
+    abort: (/** @type {unknown} */ reason) => run(core.abort(String(reason))),
+    close: () => run(core.close()),
   }
   observe()
   run(core.start())

@@ -1,20 +1,13 @@
 #!/usr/bin/env bash
-# Builds the packages' artifacts where their loaders look first, lib/addon/ of each package:
-#   ctl-migration.<platform>.node          the client (src/, over crates/core): the production addon
-#   testing/lib/addon/ctl-migration-testing.<platform>.node
-#                                          the worker simulator (crates/simulator): the testing
-#                                          package's
-#   ctl-migration.wasm                     the client's WebAssembly fallback (crates/wasm: the
-#                                          core behind plain exported functions, no imports;
-#                                          lib/addon/wasm.js runs it)
-# and the client's entries, its JavaScript glue bundled into one file each
-# (lib/client.bundle.js, lib/client.bundle.mjs: scripts/bundle-glue.mjs),
-# and regenerates the native loader (lib/addon/napi-loader.js) and the binding's types.
+# Builds what a checkout's loaders load, in each package's lib/addon/: the client's addon
+# (ctl-migration.<platform>.node), the simulator's (testing/lib/addon/ctl-migration-testing.
+# <platform>.node), with the native loader (napi-loader.js) and the bindings' types, all through
+# scripts/build-addons.sh; the client's WebAssembly fallback (ctl-migration.wasm: crates/wasm,
+# run by lib/addon/wasm.js); and the client's entries (scripts/bundle-glue.mjs).
 #   scripts/build.sh               release
 #   scripts/build.sh --debug       debug (faster to build, for iterating)
-#   scripts/build.sh --wasm-only   release, the WebAssembly module only (what a release publishes
-#                                  in the root package; the native binaries come from each target's
-#                                  own build, scripts/build-linux.sh for Linux)
+#   scripts/build.sh --wasm-only   release, the WebAssembly module only (a release's native
+#                                  binaries come from each target's own build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,24 +1,11 @@
-// Bundles the client's JavaScript glue (lib/client.js and what it requires: lib/client/,
-// lib/diagnostics.js, the loaders in lib/addon/) into one file per entry, which is what the
-// package's "main" and "exports" point to:
-//   lib/client.bundle.js    the CommonJS entry (`require`)
-//   lib/client.bundle.mjs   the ESM entry (`import`): lib/client.mjs over the CommonJS bundle, so
-//                           both entries still share one module instance and one addon
-//   lib/client.esm-bridge.js  what the ESM entry imports: two lines that require the CommonJS
-//                           bundle. Node 20 scans a CommonJS module imported from ESM for its
-//                           exports (cjs-module-lexer), and scanning the whole bundle cost more
-//                           than the rest of the import (19.7 against 6.4 ms through the bridge,
-//                           median of 21 processes each on this machine); a `require` is not
-//                           scanned. Bundlers follow both.
-// Why: each module is a resolve, a read and a compile when a product starts; one file is one of
-// each (docs/performance.md, "Import"). The sources stay modules, type-checked and tested as
-// they are; the suites run against the bundles, through the package's "exports".
-//
-// What the client loads on first use stays out, as own-require.js's `require` is one esbuild
-// does not follow: napi-rs's loader and the .node binary, and the WebAssembly fallback
-// (lib/addon/wasm.js and the .wasm module), which a native client never pays for. Everything the
-// fallback's glue needs (lib/client/fallback.js, js-socket.js) is in the bundle.
-//
+// Bundles the client's JavaScript glue (lib/client.js and what it requires) into one file per
+// entry, what the package's "main" and "exports" point to: lib/client.bundle.js (CommonJS), and
+// lib/client.bundle.mjs (ESM), which imports the CommonJS bundle through lib/client.esm-bridge.js
+// so that both entries share one module instance, and Node 20 does not scan the whole bundle for
+// its exports (cjs-module-lexer: 19.7 against 6.4 ms). Why: each module is a resolve, a read and a
+// compile at start-up (docs/performance.md, "Import"). What loads on first use stays out
+// (own-require.js's `require` is one esbuild does not follow): napi-rs's loader, the .node binary,
+// the WebAssembly fallback (lib/addon/wasm.js and the .wasm).
 //   node scripts/bundle-glue.mjs        (scripts/build.sh and scripts/publish.sh run it)
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'

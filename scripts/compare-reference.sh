@@ -13,12 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 install=../shared/reference/install.sh
-if [ ! -f "$install" ]; then
-  echo "compare-reference: $(pwd)/$install not found." >&2
-  echo "This developer command needs the JavaScript reference kit checked out next to the repository" >&2
-  echo "(../shared/reference/). The project's own tests do not; run them with 'npm test'." >&2
-  exit 2
-fi
+[ -f "$install" ] || { echo "compare-reference: needs the JavaScript reference kit beside the repository ($install); the project's own tests do not (npm test)" >&2; exit 2; }
 
 if [ -n "${REFERENCE_DIR:-}" ] && [ -f "$REFERENCE_DIR/migration-client.js" ] && [ -d "$REFERENCE_DIR/node_modules" ]; then
   dir=$REFERENCE_DIR
@@ -39,9 +34,5 @@ MIGRATION_MODULE="$dir/migration-client.js" npx vitest run __test__/js-socket.te
 echo "== __test__/js-socket.test.ts against this package"
 npx vitest run __test__/js-socket.test.ts "$@" || status=1
 
-if [ "$status" -eq 0 ]; then
-  echo "compare-reference: the suite passes against both implementations"
-else
-  echo "compare-reference: FAILED — see above for which implementation" >&2
-fi
+if [ "$status" -eq 0 ]; then echo "compare-reference: the suite passes against both implementations"; else echo "compare-reference: FAILED (see above for which)" >&2; fi
 exit "$status"

@@ -18,10 +18,8 @@ esac
 [ "${FAULTS_NO_BUILD:-}" = 1 ] || npm run build
 out=$(mktemp -d "${TMPDIR:-/tmp}/ctl-faults.XXXXXX")
 export FAULTS_OUTPUT_DIR="$out" RUST_LOG=trace RUST_BACKTRACE=1
-set +e
-npx vitest run __test__/faults 2>&1 | tee "$out/vitest.out"
-status=${PIPESTATUS[0]}
-set -e
+status=0
+npx vitest run __test__/faults 2>&1 | tee "$out/vitest.out" || status=$? # pipefail: vitest's exit code
 echo
 echo "── figures ($mode) ──"
 cat "$out/figures.txt" 2>/dev/null || true

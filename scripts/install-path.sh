@@ -1,133 +1,65 @@
 #!/usr/bin/env bash
-# The real install path: what a product gets from `npm install @norskvideo/ctl-migration` and
-# `npm install --save-dev @norskvideo/ctl-migration-testing`. Packs both packages (checking that a
-# plain `npm pack` of each installs as it is), then as they are published (the platform packages
-# added as optional dependencies, as `napi prepublish` does) and this host's platform package of
-# each; checks every one with `publint --strict`, and both with `attw` (every module
-# resolution); installs the four from the tarballs into a fresh product directory outside the
-# repository, with no Rust toolchain on PATH (no install may print EBADENGINE), and there:
-#   - runs a handover against the testing kit as an ESM product and as a CJS product,
-#   - runs the smoke suite (ESM import, CJS require, connect, handover, reconnect, close, exit,
-#     worker threads) against the installed copy,
-#   - type-checks a product file that uses every exported type with `tsc --strict`
-#     (TypeScript from the npm registry), for the ESM and the CJS entry, under the node10,
-#     node16, nodenext and bundler module resolutions,
-#   - bundles the ESM and the CJS product with esbuild and runs the bundles (no configuration),
-#     a bundle away from node_modules (the error names the flag) and one made with the flag;
-# then a production install, the client and its platform package alone: nothing else in
-# node_modules (no third-party package, no bin, no simulator), under 3.5 MiB on disk, and it hands
-# over; then, with no @types/node anywhere, a product and its test set-up on both packages
-# type-checked with `tsc --strict --exactOptionalPropertyTypes`, `types: []`, `skipLibCheck`
-# false (smoke/product/strict); then installs the client and the testing package with
-# --omit=optional into another product (what a lockfile from another platform or a platform with
-# no binary gives) and there:
-#   - CJS require, ESM import and the no-op client work, loading nothing native,
-#   - on Node 20 without `ws`, connectMigration says to install it; with `ws`, a real handover
-#     runs on the WebAssembly build; on Node 22 (from the npm registry) the same over the global
-#     WebSocket;
-# and last, on the oldest and newest patches of every Node line `engines` admits (from the npm
-# registry), a real handover native and on the WebAssembly build.
+# The real install path (docs/platforms.md, "The install path"): both packages and this host's
+# platform packages packed as a release publishes them (scripts/publish.sh PACK_TO), checked
+# (publint --strict, attw), installed from the tarballs into products outside the repository
+# with no Rust on PATH, and there: handovers (ESM, CJS, bundled), the smoke suite, `tsc --strict`
+# under each module resolution; a production install's contents and size; the types without
+# @types/node; --omit=optional (the WebAssembly fallback); every Node line `engines` admits.
 #
-#   scripts/install-path.sh                  # the binary this checkout built (npm run build)
-#   BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node scripts/install-path.sh
+#   scripts/install-path.sh                  # the binaries this checkout built (npm run build)
+#   BINARY=target/cross/out/ctl-migration.linux-x64-gnu.node scripts/install-path.sh  # a release build's
 #   KEEP=1 scripts/install-path.sh           # keep the temporary directory
 #   SWEEP_NODE=$(command -v node) scripts/install-path.sh   # sweep that Node only, none from npm
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
+. scripts/lib/common.sh
 TYPESCRIPT_VERSION=${TYPESCRIPT_VERSION:-5.9}
-say() { printf '\n== %s\n' "$*" >&2; }
-
-# shellcheck disable=SC2016 # JavaScript, not shell
-PLATFORM=$(node -e '
-  const { platform, arch } = process
-  const libc = () => (process.report.getReport().header.glibcVersionRuntime ? "gnu" : "musl")
-  console.log(platform === "linux" ? `linux-${arch}-${libc()}` : platform === "win32" ? `win32-${arch}-msvc` : `${platform}-${arch}`)')
-[ -d "npm/$PLATFORM" ] || { echo "install-path.sh: no platform package for $PLATFORM (npm/ has: $(ls npm))" >&2; exit 1; }
-[ -d "testing/npm/$PLATFORM" ] || { echo "install-path.sh: no testing platform package for $PLATFORM" >&2; exit 1; }
+PLATFORM=$(node -p 'require("./lib/addon/platform.js").hostPlatform()')
 VERSION=$(node -p 'require("./package.json").version')
-
-[ -d node_modules ] || npm ci --no-audit --no-fund
+ensure_node_modules
 # A checkout's binaries are each in its package's lib/addon/; a release build's side by side.
 if [ -n "${BINARY:-}" ]; then
   TESTING_BINARY=${TESTING_BINARY:-$(dirname "$BINARY")/ctl-migration-testing.$PLATFORM.node}
 else
-  BINARY=$ROOT/lib/addon/ctl-migration.$PLATFORM.node
-  TESTING_BINARY=${TESTING_BINARY:-$ROOT/testing/lib/addon/ctl-migration-testing.$PLATFORM.node}
+  BINARY=lib/addon/ctl-migration.$PLATFORM.node
+  TESTING_BINARY=${TESTING_BINARY:-testing/lib/addon/ctl-migration-testing.$PLATFORM.node}
 fi
-WASM=$ROOT/lib/addon/ctl-migration.wasm
-if [ ! -f "$BINARY" ] || [ ! -f "$TESTING_BINARY" ] || [ ! -f "$WASM" ]; then npm run build; fi
-[ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ]
-[ -f lib/client.bundle.js ] || node scripts/bundle-glue.mjs
+WASM=lib/addon/ctl-migration.wasm
+[ -f "$BINARY" ] && [ -f "$TESTING_BINARY" ] && [ -f "$WASM" ] || npm run build
+# The production addon carries no worker simulator (it is the testing addon's alone).
+if grep -q -a -e TestWorkerHandle -e second-hello "$BINARY"; then fail "the client binary carries the simulator"; fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
-if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$TMP"' EXIT; fi
-mkdir -p "$TMP/tarballs" "$TMP/stage" "$TMP/product" "$TMP/production" "$TMP/fallback" "$TMP/home"
-echo "platform $PLATFORM, version $VERSION, binary $BINARY, in $TMP" >&2
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-install.XXXXXX")
+if [ "${KEEP:-0}" != 1 ]; then trap 'rm -rf "$WORK"' EXIT; fi
+mkdir -p "$WORK/artifacts" "$WORK/tarballs"
+echo "platform $PLATFORM, version $VERSION, binary $BINARY, in $WORK" >&2
 
 # ── pack ─────────────────────────────────────────────────────────────────────
-say "pack"
-# Each package, the client (the repository's root) and the testing package (testing/), as a plain
-# `npm pack` makes it: no `file:` spec, no platform package named (napi prepublish adds them at
-# release), so it installs anywhere as it is. Then its manifest as `napi prepublish` leaves it:
-# every platform package an optional dependency at this version.
-for pair in .:client testing:testing; do
-  dir=${pair%%:*} stage=$TMP/stage/${pair#*:}
-  mkdir -p "$stage"
-  tgz=$(cd "$dir" && npm pack --silent --pack-destination "$TMP/stage")
-  tar -xzf "$TMP/stage/$tgz" -C "$stage" --strip-components=1
-  # shellcheck disable=SC2016 # JavaScript, not shell
-  node -e '
-    const fs = require("fs")
-    const { parseTriple } = require(process.argv[2])
-    const file = process.argv[1]
-    const pkg = JSON.parse(fs.readFileSync(file, "utf8"))
-    const specs = JSON.stringify(pkg).match(/"file:[^"]*"/g)
-    if (specs) { console.error("file: specs in the packed manifest:", specs.join(", ")); process.exit(1) }
-    if (pkg.optionalDependencies) { console.error("the repository names platform packages:", pkg.optionalDependencies); process.exit(1) }
-    pkg.optionalDependencies = {}
-    for (const t of pkg.napi.targets) pkg.optionalDependencies[`${pkg.name}-${parseTriple(t).platformArchABI}`] = pkg.version
-    fs.writeFileSync(file, JSON.stringify(pkg, null, 2) + "\n")' "$stage/package.json" "$ROOT/node_modules/@napi-rs/cli"
-  if [ -n "$(find "$stage" -name '*.node')" ]; then echo "$dir: the package must not carry a binary" >&2; exit 1; fi
-  [ -f "$stage/LICENSE" ] || cp LICENSE "$stage/"
-  (cd "$stage" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
-done
+say "pack (scripts/publish.sh, PACK_TO)"
+cp "$BINARY" "$TESTING_BINARY" "$WASM" "$WORK/artifacts/"
+STAGE=$WORK/stage PACK_TO=$WORK/tarballs PLACEHOLDERS=1 scripts/publish.sh "$WORK/artifacts"
+CLIENT_TGZ=$WORK/tarballs/norskvideo-ctl-migration-$VERSION.tgz
+CLIENT_PLATFORM_TGZ=$WORK/tarballs/norskvideo-ctl-migration-$PLATFORM-$VERSION.tgz
+TESTING_TGZ=$WORK/tarballs/norskvideo-ctl-migration-testing-$VERSION.tgz
+TESTING_PLATFORM_TGZ=$WORK/tarballs/norskvideo-ctl-migration-testing-$PLATFORM-$VERSION.tgz
+ls -l "$WORK/tarballs" >&2
+tar -tzf "$TESTING_TGZ" | sort >&2
+client_files=$(tar -tzf "$CLIENT_TGZ" | sort | tee /dev/stderr)
 # The WebAssembly fallback and what runs it are in the client itself: no install option can
-# leave them out.
+# leave them out. Each platform package carries its one binary (the client's or the simulator's).
 for f in lib/addon/ctl-migration.wasm lib/addon/wasm.js lib/client.bundle.js lib/client.bundle.mjs lib/client.esm-bridge.js LICENSE; do
-  [ -f "$TMP/stage/client/$f" ] || { echo "the client package lacks $f" >&2; exit 1; }
+  grep -qx "package/$f" <<<"$client_files" || fail "the client package lacks $f"
 done
-# The production addon carries no worker simulator (it is the testing addon's alone).
-if grep -q -a -e TestWorkerHandle -e second-hello "$BINARY"; then echo "the client binary carries the simulator" >&2; exit 1; fi
-# Each platform package: <package>/npm/<platform> with its one binary in it (what `napi
-# artifacts` does).
-for pair in ".:$BINARY" "testing:$TESTING_BINARY"; do
-  dir=${pair%%:*} binary=${pair#*:}
-  stage=$TMP/stage/platform-$(basename "$binary" ".$PLATFORM.node")
-  cp -r "$dir/npm/$PLATFORM" "$stage"
-  cp LICENSE "$stage/"
-  cp "$binary" "$stage/$(basename "$binary")"
-  (cd "$stage" && npm pack --silent --pack-destination "$TMP/tarballs" >/dev/null)
+for pair in "$CLIENT_PLATFORM_TGZ:ctl-migration" "$TESTING_PLATFORM_TGZ:ctl-migration-testing"; do
+  files=$(tar -tzf "${pair%:*}" | sort | tr '\n' ' ')
+  [ "$files" = "package/LICENSE package/README.md package/${pair##*:}.$PLATFORM.node package/package.json " ] ||
+    fail "$(basename "${pair%:*}") carries $files"
 done
-CLIENT_TGZ=$TMP/tarballs/norskvideo-ctl-migration-$VERSION.tgz
-CLIENT_PLATFORM_TGZ=$TMP/tarballs/norskvideo-ctl-migration-$PLATFORM-$VERSION.tgz
-TESTING_TGZ=$TMP/tarballs/norskvideo-ctl-migration-testing-$VERSION.tgz
-TESTING_PLATFORM_TGZ=$TMP/tarballs/norskvideo-ctl-migration-testing-$PLATFORM-$VERSION.tgz
-ls -l "$TMP/tarballs" >&2
-for tgz in "$CLIENT_TGZ" "$TESTING_TGZ"; do tar -tzf "$tgz" | sort >&2; done
-for tgz in "$CLIENT_PLATFORM_TGZ" "$TESTING_PLATFORM_TGZ"; do
-  [[ $'\n'$(tar -tzf "$tgz")$'\n' == *$'\n'package/LICENSE$'\n'* ]] || { echo "$tgz lacks its LICENSE" >&2; exit 1; }
-done
-# The client's platform package carries the client's binary alone; the testing one the simulator's.
-[ "$(tar -tzf "$CLIENT_PLATFORM_TGZ" | grep '\.node$')" = "package/ctl-migration.$PLATFORM.node" ] ||
-  { echo "the client's platform package carries: $(tar -tzf "$CLIENT_PLATFORM_TGZ" | grep '\.node$')" >&2; exit 1; }
-[ "$(tar -tzf "$TESTING_PLATFORM_TGZ" | grep '\.node$')" = "package/ctl-migration-testing.$PLATFORM.node" ] ||
-  { echo "the testing platform package carries: $(tar -tzf "$TESTING_PLATFORM_TGZ" | grep '\.node$')" >&2; exit 1; }
 
 # ── what npm's tooling says of the published packages ────────────────────────
 say "publint --strict, attw"
-for stage in client testing platform-ctl-migration platform-ctl-migration-testing; do
-  "$ROOT/node_modules/.bin/publint" --strict "$TMP/stage/$stage"
+for dir in package testing "package/npm/$PLATFORM" "testing/npm/$PLATFORM"; do
+  "$ROOT/node_modules/.bin/publint" --strict "$WORK/stage/$dir"
 done
 # Every resolution a product uses: node10, node16 (from CJS and ESM), bundler; any finding fails.
 # The client's ./internal/addon is the testing package's, required at run time only (node10
@@ -137,37 +69,21 @@ done
 
 # ── install in a product with no Rust and no repository ──────────────────────
 say "install"
-cp -r smoke "$TMP/product/smoke"
-cd "$TMP/product"
-cat >package.json <<EOF
-{ "name": "a-product", "version": "1.0.0", "private": true }
-EOF
-NODE_DIR=$(dirname "$(command -v node)")
-# PATH: node and npm, the system; no cargo, no rustc, no repository. HOME: a fresh one (npm's
-# cache set back to the usual one so that registry downloads are not repeated every run).
-CACHE=$(npm config get cache)
-# Windows programs need a few of their variables (SystemRoot for sockets, among others).
-KEEP_VARS=()
-for v in SYSTEMROOT SystemRoot WINDIR COMSPEC PATHEXT TEMP TMP USERPROFILE APPDATA LOCALAPPDATA PROGRAMDATA; do
-  if [ -n "${!v:-}" ]; then KEEP_VARS+=("$v=${!v}"); fi
-done
-run() {
-  env -i ${KEEP_VARS[@]+"${KEEP_VARS[@]}"} PATH="$NODE_DIR:/usr/bin:/bin" HOME="$TMP/home" npm_config_cache="$CACHE" \
-    npm_config_update_notifier=false TMPDIR="$TMP" "$@"
-}
-if run sh -c 'command -v cargo || command -v rustc'; then echo "a Rust toolchain is on PATH" >&2; exit 1; fi
+clean_setup
+new_product "$WORK/product"
+cd "$WORK/product"
 # The other platforms' packages are not on the registry until the first release: npm skips an
-# optional dependency it cannot fetch, as it skips one for another platform.
-# npm's warnings are kept: an install must not print EBADENGINE (nor any other).
+# optional dependency it cannot fetch, as it skips one for another platform. npm's warnings are
+# kept: an install must not print EBADENGINE (nor any other).
 install() {
-  run npm install --no-audit --no-fund --loglevel=warn "$@" 2>&1 | tee -a "$TMP/install.log" >&2
-  if grep -q EBADENGINE "$TMP/install.log"; then echo "the install printed EBADENGINE" >&2; exit 1; fi
+  clean_run npm install --no-audit --no-fund --loglevel=warn "$@" 2>&1 | tee -a "$WORK/install.log" >&2
+  if grep -q EBADENGINE "$WORK/install.log"; then fail "the install printed EBADENGINE"; fi
 }
 ESBUILD_VERSION=$(node -p 'require(process.argv[1]).version' "$ROOT/node_modules/esbuild/package.json")
 install "$CLIENT_TGZ" "$CLIENT_PLATFORM_TGZ" "$TESTING_TGZ" "$TESTING_PLATFORM_TGZ" \
   "typescript@$TYPESCRIPT_VERSION" "@types/node@20" "esbuild@$ESBUILD_VERSION"
 # Where the package and its binary came from: this directory, nothing of the repository.
-run node -e '
+clean_run node -e '
   const path = require("path"), fs = require("fs")
   const main = require.resolve("@norskvideo/ctl-migration")
   const bin = fs.realpathSync(require.resolve("@norskvideo/ctl-migration-'"$PLATFORM"'"))
@@ -182,7 +98,7 @@ check() {
   local name=$1
   shift
   say "$name"
-  if run "$@"; then echo "ok - $name"; else echo "not ok - $name"; status=1; fi
+  if clean_run "$@"; then echo "ok - $name"; else echo "not ok - $name"; status=1; fi
 }
 check "ESM product: handover through the testing kit" node smoke/product/handover.mjs
 check "CJS product: handover through the testing kit" node smoke/product/handover.cjs
@@ -210,13 +126,13 @@ for format in esm cjs; do
   check "esbuild, $format output: the bundled product hands over" sh -c \
     "node_modules/.bin/esbuild $entry --bundle --platform=node --format=$format --log-level=error --outfile=$out && node $out"
 done
-mkdir -p "$TMP/away"
-cp bundle/handover-esm.mjs "$TMP/away/"
+mkdir -p "$WORK/away"
+cp bundle/handover-esm.mjs "$WORK/away/"
 # shellcheck disable=SC2016 # JavaScript, not shell
 check "esbuild, bundle run away from node_modules: the error names the package and the flag" sh -c '
   out=$(cd "$1" && node handover-esm.mjs 2>&1) && exit 1
   echo "$out" | grep -m1 "was bundled"
-  echo "$out" | grep -q "ERR_CTL_MIGRATION_BUNDLED" && echo "$out" | grep -q -- "--external:@norskvideo/ctl-migration"' _ "$TMP/away"
+  echo "$out" | grep -q "ERR_CTL_MIGRATION_BUNDLED" && echo "$out" | grep -q -- "--external:@norskvideo/ctl-migration"' _ "$WORK/away"
 # Both packages: in esbuild's ESM output a bundled CommonJS module cannot require an external one.
 check "esbuild --external: both packages, ESM output: hands over" sh -c \
   "node_modules/.bin/esbuild smoke/product/handover.mjs --bundle --platform=node --format=esm --external:@norskvideo/ctl-migration --external:@norskvideo/ctl-migration-testing --log-level=error --outfile=bundle/external.mjs && node bundle/external.mjs"
@@ -254,9 +170,8 @@ check "no binary for this platform (riscv64): import works, and the client says 
 
 # ── a production install: the client and its platform package, nothing else ──
 say "production install"
-cd "$TMP/production"
-cp -r "$TMP/product/smoke" smoke
-echo '{ "name": "a-product-in-production", "version": "1.0.0", "private": true }' >package.json
+new_product "$WORK/production"
+cd "$WORK/production"
 install "$CLIENT_TGZ" "$CLIENT_PLATFORM_TGZ"
 # shellcheck disable=SC2016 # JavaScript, not shell
 check "production install: the client and its platform package only, no bin, no simulator" node -e '
@@ -273,21 +188,30 @@ check "production install: the client and its platform package only, no bin, no 
   if (fs.existsSync("node_modules/.bin")) { console.error("a bin:", fs.readdirSync("node_modules/.bin")); process.exit(1) }
   const simulator = fs.readdirSync("node_modules", { recursive: true }).map(String).filter((f) => /ctl-migration-testing|testing\.js$/.test(f))
   if (simulator.length) { console.error("test code:", simulator); process.exit(1) }'
-# On disk (du: allocated blocks), as `du -sh node_modules` reports it to whoever sizes an image.
-PRODUCTION_BYTES=$(du -s --block-size=1 node_modules | cut -f1)
-PRODUCTION_APPARENT=$(du -s --apparent-size --block-size=1 node_modules | cut -f1)
+# On disk (allocated blocks, as `du -sh node_modules` reports it to whoever sizes an image) and
+# apparent. Node counts, not du: macOS's du has neither --block-size nor --apparent-size, and
+# Windows reports no blocks (there a file takes whole 4 KiB clusters).
+read -r PRODUCTION_BYTES PRODUCTION_APPARENT < <(node -e '
+  const fs = require("node:fs"), path = require("node:path")
+  let disk = 0, apparent = 0
+  const count = (file) => {
+    const st = fs.lstatSync(file)
+    disk += st.blocks === undefined ? Math.ceil(st.size / 4096) * 4096 : st.blocks * 512
+    apparent += st.size
+    if (st.isDirectory()) for (const name of fs.readdirSync(file)) count(path.join(file, name))
+  }
+  count("node_modules")
+  console.log(disk, apparent)')
 echo "production node_modules: $PRODUCTION_BYTES bytes on disk ($PRODUCTION_APPARENT apparent)" >&2
 # 3.5 MiB (the MB of `du -h`, in which the install with the test tools took 5.5).
 check "production install: under 3.5 MiB on disk ($PRODUCTION_BYTES bytes)" test "$PRODUCTION_BYTES" -lt $((35 * 1024 * 1024 / 10))
 check "production install: hands over (the worker from the product's testing package)" \
-  env KIT_DIR="$TMP/product" node smoke/product/handover.mjs
+  env KIT_DIR="$WORK/product" node smoke/product/handover.mjs
 
 # ── the types with no @types/node: a product and its test set-up on both packages ──
 say "types without @types/node"
-mkdir -p "$TMP/types"
-cd "$TMP/types"
-cp -r "$TMP/product/smoke" smoke
-echo '{ "name": "a-strictly-typed-product", "version": "1.0.0", "private": true }' >package.json
+new_product "$WORK/types"
+cd "$WORK/types"
 install --omit=optional "$CLIENT_TGZ" "$TESTING_TGZ" "typescript@$TYPESCRIPT_VERSION"
 check "no @types/node installed beside the packages" sh -c '! [ -e node_modules/@types/node ]'
 check "tsc --strict --exactOptionalPropertyTypes, types [], skipLibCheck false: a product and its test set-up" \
@@ -295,9 +219,8 @@ check "tsc --strict --exactOptionalPropertyTypes, types [], skipLibCheck false: 
 
 # ── install without the optional dependencies: the WebAssembly fallback ──────
 say "install --omit=optional"
-cd "$TMP/fallback"
-cp -r "$TMP/product/smoke" smoke
-echo '{ "name": "a-product-without-binaries", "version": "1.0.0", "private": true }' >package.json
+new_product "$WORK/fallback"
+cd "$WORK/fallback"
 install --omit=optional "$CLIENT_TGZ" "$TESTING_TGZ"
 if [ -n "$(find node_modules -name '*.node')" ]; then echo "--omit=optional installed a binary" >&2; status=1; fi
 # shellcheck disable=SC2016 # JavaScript, not shell
@@ -317,24 +240,19 @@ check "without binaries: the testing kit says it needs the native addon" node -e
   require("@norskvideo/ctl-migration-testing").startTestWorker().then(
     () => process.exit(1),
     (e) => { console.error(e.message); if (!/^@norskvideo\/ctl-migration-testing needs the native addon/.test(e.message)) process.exit(1) })'
-# Node 22 from the npm registry, cached beside the runtime matrix's copies.
-# ── SWEEP_NODE: the switch for the platforms other than Linux x64 ──
-# SWEEP_NODE=/path/to/node: this check (if that Node has the global WebSocket) and the Node sweep
-# below run on that one Node, and no Node comes from the npm registry, whose `node` package has no
-# binary for most versions off Linux x64 (the release workflow's legs there get each version
-# from setup-node's node-version matrix).
+# Node 22 from the npm registry; with SWEEP_NODE, that Node (off Linux x64 the registry's `node`
+# package has no binary for most versions: the release workflow's legs there sweep setup-node's).
 NODE22=${SWEEP_NODE:-$("$ROOT/scripts/runtime-bin.sh" node22)}
 # The WebAssembly build speaks WebSocket itself over node:net: no ws, no global WebSocket needed.
 check "without binaries, Node $("$NODE22" --version): a real handover on the WebAssembly build" \
-  env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
+  env KIT_DIR="$WORK/product" EXPECT_BUILD=wasm "$NODE22" smoke/product/handover.mjs
 check "without binaries, Node $(node --version), no ws: a real handover on the WebAssembly build" \
-  env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm node smoke/product/handover.mjs
+  env KIT_DIR="$WORK/product" EXPECT_BUILD=wasm node smoke/product/handover.mjs
 
 # ── every Node release line engines admits, its oldest and newest patches ────
 # Native (the product with its binary) and on the WebAssembly fallback (the install without
 # optional dependencies).
 say "Node versions"
-# With SWEEP_NODE (above), that one Node alone.
 node_specs=(node@20.0.0 node@20.18.0 node@20.19.0 node@22.0.0 node@22.11.0 node@22.12.0 node22 node24 node26)
 [ -z "${SWEEP_NODE:-}" ] || node_specs=(SWEEP_NODE)
 for node_spec in "${node_specs[@]}"; do
@@ -343,10 +261,10 @@ for node_spec in "${node_specs[@]}"; do
   # shellcheck disable=SC2016 # JavaScript, not shell
   "$node_bin" -e 'const engines = require(process.argv[1]).engines.node
     if (!/^>= ?20$/.test(engines)) { console.error(`engines is ${engines}: update this list`); process.exit(1) }' \
-    "$TMP/fallback/node_modules/@norskvideo/ctl-migration/package.json"
-  check "Node $node_version, native: a real handover" sh -c "cd '$TMP/product' && '$node_bin' smoke/product/handover.mjs"
+    "$WORK/fallback/node_modules/@norskvideo/ctl-migration/package.json"
+  check "Node $node_version, native: a real handover" sh -c "cd '$WORK/product' && '$node_bin' smoke/product/handover.mjs"
   check "Node $node_version, without binaries: a real handover on the WebAssembly build" \
-    env KIT_DIR="$TMP/product" EXPECT_BUILD=wasm "$node_bin" smoke/product/handover.mjs
+    env KIT_DIR="$WORK/product" EXPECT_BUILD=wasm "$node_bin" smoke/product/handover.mjs
 done
 
 echo

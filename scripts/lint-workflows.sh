@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GitHub Actions files (.github/workflows, .github/dependabot.yml), checked by:
-#   - actionlint, with shellcheck for the `run:` scripts;
+#   - actionlint, with shellcheck for the `run:` scripts (and shellcheck for scripts/ too);
 #   - zizmor --offline (the audits that need no GitHub API), every finding of medium severity
 #     and above failing.
 #
@@ -25,5 +25,7 @@ has zizmor "zizmor $ZIZMOR_VERSION" || pip "zizmor==$ZIZMOR_VERSION"
 "$VENV/bin/actionlint" --version | head -n 1 >&2
 "$VENV/bin/actionlint" -shellcheck "$VENV/bin/shellcheck" "$@"
 echo "actionlint: no problems" >&2
+# The scripts the workflow and CI run, warnings and above.
+"$VENV/bin/shellcheck" -x -S warning scripts/*.sh scripts/lib/*.sh
 "$VENV/bin/zizmor" --offline --min-severity medium --no-progress .github
 echo "zizmor: no problems of medium severity or above" >&2

@@ -40,10 +40,8 @@ for name in "${WANT[@]}"; do
   version=$("$bin" --version | head -n 1)
   echo "== $name ($version): ${cmd[*]}" >&2
   log="$RT_DIR/$name.log"
-  set +e
-  timeout 300 "${cmd[@]}" 2>&1 | tee "$log"
-  code=${PIPESTATUS[0]}
-  set -e
+  code=0
+  timeout 300 "${cmd[@]}" 2>&1 | tee "$log" || code=$? # pipefail: the run's exit code
   summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
   RESULT[$name]="$version: ${summary:-no summary} (exit $code)"
   if [ "$code" != 0 ]; then

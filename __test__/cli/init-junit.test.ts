@@ -1,8 +1,15 @@
 // A first run with nothing to write (`ctl-migration init`), and the JUnit file a product's CI reads.
+import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { expect, test } from 'vitest'
+import type * as Kit from '@norskvideo/ctl-migration-testing'
+import { until } from '../support/until.js'
 import { cli, productDir, tempDir } from './support/run'
+
+const kit = createRequire(join(productDir, 'package.json'))('@norskvideo/ctl-migration-testing') as typeof Kit
 
 test('init writes a starter product that hands over, and prints the command for it', async () => {
   const file = join(productDir, 'starter.mjs')
@@ -16,6 +23,38 @@ test('init writes a starter product that hands over, and prints the command for 
     expect(run.code).toBe(0)
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('ok: 2 handover(s)')
   } finally {
+    rmSync(file, { force: true })
+  }
+})
+
+test('the starter product a migration handed over to stays live when a later migration is aborted', async () => {
+  const file = join(productDir, 'starter-abort.mjs')
+  const worker = await kit.startTestWorker()
+  const products: ChildProcess[] = []
+  /** Starts the starter with `env`; the values it prints. */
+  const start = (env: NodeJS.ProcessEnv): number[] => {
+    const child = spawn(process.execPath, [file], { cwd: productDir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'ignore'] })
+    products.push(child)
+    const outputs: number[] = []
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const output = /^output (\d+)$/.exec(line)
+      if (output) outputs.push(Number(output[1]))
+    })
+    return outputs
+  }
+  try {
+    expect((await cli(['init', 'starter-abort.mjs'])).code).toBe(0)
+    start(worker.env())
+    await worker.waitForConnection(undefined, { timeoutMs: 10_000 })
+    let live: number[] = []
+    await kit.runHandover({ worker, migrationId: 'm-1', target: (env) => void (live = start(env)) })
+    await until(() => live.length > 0, 'the target to take over')
+    await kit.runHandover({ worker, source: { jobId: 'test-job', role: 'target-m-1' }, migrationId: 'm-2', abortAfter: 'initial-state', target: start })
+    const printed = live.length
+    await until(() => live.length >= printed + 2, 'the live instance to go on printing after the abort')
+  } finally {
+    for (const product of products) product.kill('SIGKILL')
+    await worker.close()
     rmSync(file, { force: true })
   }
 })

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { startClient, useChildren, type Child, type Stats } from './support/child.js'
 import { figure, SOAK, useCanary } from './support/env.js'
-import { encodeFrame, jsonFrame, OP, RawServer, type RawConn } from './support/raw-ws.js'
+import { encodeFrame, jsonFrame, OP, RawServer, type FrameSpec, type RawConn } from './support/raw-ws.js'
 
 useCanary()
 useChildren()
@@ -66,118 +66,64 @@ async function attack(
   return { child, server, bad, before, after }
 }
 
-/** A frame sent after the ack that must end the connection with `code`. */
+/** Frames sent after the ack that must end the connection with `code`. */
 interface Violation {
   name: string
   code: 1002 | 1007 | 1009
-  script: (conn: RawConn) => void | Promise<void>
+  frames: FrameSpec[]
 }
 
+const oneKib = Buffer.alloc(1024, 0x61)
 const violations: Violation[] = [
-  {
-    name: 'a frame header claiming 2^63 bytes',
-    code: 1009,
-    script: (conn) => {
-      conn.send({ opcode: OP.text, length: 2n ** 63n, payload: '{"type":' })
-    },
-  },
-  {
-    name: 'a frame header claiming 2^63 - 1 bytes',
-    code: 1009,
-    script: (conn) => {
-      conn.send({ opcode: OP.text, length: 2n ** 63n - 1n, payload: '{"type":' })
-    },
-  },
-  {
-    name: 'a 1 MiB text frame',
-    code: 1009,
-    script: (conn) => {
-      conn.send({ opcode: OP.text, payload: Buffer.alloc(1024 * 1024, 0x61) })
-    },
-  },
+  { name: 'a frame header claiming 2^63 bytes', code: 1009, frames: [{ opcode: OP.text, length: 2n ** 63n, payload: '{"type":' }] },
+  { name: 'a frame header claiming 2^63 - 1 bytes', code: 1009, frames: [{ opcode: OP.text, length: 2n ** 63n - 1n, payload: '{"type":' }] },
+  { name: 'a 1 MiB text frame', code: 1009, frames: [{ opcode: OP.text, payload: Buffer.alloc(1024 * 1024, 0x61) }] },
   {
     name: 'a message of 64 KiB + 1 in small fragments',
     code: 1009,
-    script: (conn) => {
-      const chunk = Buffer.alloc(1024, 0x61)
-      conn.send({ opcode: OP.text, fin: false, payload: chunk })
-      for (let i = 1; i < 64; i++) conn.send({ opcode: OP.cont, fin: false, payload: chunk })
-      conn.send({ opcode: OP.cont, fin: true, payload: Buffer.from('a') })
-    },
+    frames: [
+      { opcode: OP.text, fin: false, payload: oneKib },
+      ...Array.from({ length: 63 }, () => ({ opcode: OP.cont, fin: false, payload: oneKib })),
+      { opcode: OP.cont, fin: true, payload: Buffer.from('a') },
+    ],
   },
-  {
-    name: 'invalid UTF-8 in a text frame',
-    code: 1007,
-    script: (conn) => {
-      conn.send({ opcode: OP.text, payload: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]) })
-    },
-  },
+  { name: 'invalid UTF-8 in a text frame', code: 1007, frames: [{ opcode: OP.text, payload: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]) }] },
   {
     name: 'invalid UTF-8 split across fragments',
     code: 1007,
-    script: (conn) => {
-      conn.send({ opcode: OP.text, fin: false, payload: Buffer.from([0x22, 0xe2, 0x82]) })
-      conn.send({ opcode: OP.cont, fin: true, payload: Buffer.from([0x28, 0x22]) })
-    },
+    frames: [
+      { opcode: OP.text, fin: false, payload: Buffer.from([0x22, 0xe2, 0x82]) },
+      { opcode: OP.cont, fin: true, payload: Buffer.from([0x28, 0x22]) },
+    ],
   },
   {
     name: 'a masked server frame',
     code: 1002,
-    script: (conn) => {
-      conn.send({ opcode: OP.text, payload: JSON.stringify({ type: 'get-state', migrationId: 'm' }), mask: true })
-    },
+    frames: [{ opcode: OP.text, payload: JSON.stringify({ type: 'get-state', migrationId: 'm' }), mask: true }],
   },
-  {
-    name: 'a ping of 126 bytes (control frames carry at most 125)',
-    code: 1002,
-    script: (conn) => {
-      conn.send({ opcode: OP.ping, payload: Buffer.alloc(126, 0x70) })
-    },
-  },
-  {
-    name: 'a fragmented ping',
-    code: 1002,
-    script: (conn) => {
-      conn.send({ opcode: OP.ping, fin: false, payload: 'p' })
-    },
-  },
-  {
-    name: 'a continuation frame with nothing to continue',
-    code: 1002,
-    script: (conn) => {
-      conn.send({ opcode: OP.cont, payload: '{}' })
-    },
-  },
+  { name: 'a ping of 126 bytes (control frames carry at most 125)', code: 1002, frames: [{ opcode: OP.ping, payload: Buffer.alloc(126, 0x70) }] },
+  { name: 'a fragmented ping', code: 1002, frames: [{ opcode: OP.ping, fin: false, payload: 'p' }] },
+  { name: 'a continuation frame with nothing to continue', code: 1002, frames: [{ opcode: OP.cont, payload: '{}' }] },
   {
     name: 'a new text frame inside a fragmented message',
     code: 1002,
-    script: (conn) => {
-      conn.send({ opcode: OP.text, fin: false, payload: '{"type":' })
-      conn.send({ opcode: OP.text, payload: '"x"}' })
-    },
+    frames: [
+      { opcode: OP.text, fin: false, payload: '{"type":' },
+      { opcode: OP.text, payload: '"x"}' },
+    ],
   },
-  {
-    name: 'RSV1 set with no extension negotiated',
-    code: 1002,
-    script: (conn) => {
-      conn.send({ opcode: OP.text, rsv1: true, payload: '{}' })
-    },
-  },
-  {
-    name: 'a reserved opcode (0x3)',
-    code: 1002,
-    script: (conn) => {
-      conn.send({ opcode: 0x3, payload: '{}' })
-    },
-  },
+  { name: 'RSV1 set with no extension negotiated', code: 1002, frames: [{ opcode: OP.text, rsv1: true, payload: '{}' }] },
+  { name: 'a reserved opcode (0x3)', code: 1002, frames: [{ opcode: 0x3, payload: '{}' }] },
 ]
 
 describe('a malicious worker', () => {
-  for (const v of violations) {
-    test(`${v.name}: closed with ${v.code}, no crash, memory bounded, the client reconnects`, async () => {
-      const { bad, child } = await attack(v.name, v.script)
+  for (const { name, code, frames } of violations) {
+    test(`${name}: closed with ${code}, no crash, memory bounded, the client reconnects`, async () => {
+      const { bad, child } = await attack(name, (conn) => {
+        for (const frame of frames) conn.send(frame)
+      })
       expect(bad.ended).toBe(true)
-      expect(bad.closeFrame?.code, 'the close code the client sent').toBe(v.code)
+      expect(bad.closeFrame?.code, 'the close code the client sent').toBe(code)
       // Nothing was taken from the bad frame.
       expect(child.of('get-state')).toEqual([])
       expect(bad.messages.map((m) => m.type)).toEqual(['hello'])

@@ -39,6 +39,14 @@ async function serve(script: (conn: RawConn, server: RawServer) => void | Promis
   return server
 }
 
+/** A server that answers every upgrade request with HTTP `status` instead of 101. */
+function answering(status: string, headers?: Record<string, string>): Promise<RawServer> {
+  return serve(async (conn, s) => {
+    await s.request(conn)
+    conn.respond(status, headers)
+  })
+}
+
 /** Waits for `n` connections and returns the gaps between their accept times. */
 async function gaps(server: RawServer, n: number, timeoutMs = 8000): Promise<number[]> {
   await server.waiter.until(() => server.conns.length >= n, `${n} connection attempts`, timeoutMs)
@@ -92,10 +100,7 @@ describe('servers that misbehave', () => {
   })
 
   test('answers the upgrade with HTTP 401: a failed attempt, backoff doubling; no hello', async () => {
-    const server = await serve(async (conn, s) => {
-      await s.request(conn)
-      conn.respond('401 Unauthorized')
-    })
+    const server = await answering('401 Unauthorized')
     const c = connectClient(server.url(), OPTS)
     const measured = await gaps(server, 6)
     expectSchedule('HTTP 401', measured, [0, 1, 2, 3, 4].map(backoff))
@@ -106,10 +111,7 @@ describe('servers that misbehave', () => {
 
   test('answers the upgrade with a 302: the redirect is never followed, backoff doubling', async () => {
     const elsewhere = await serve(() => {})
-    const server = await serve(async (conn, s) => {
-      await s.request(conn)
-      conn.respond('302 Found', { Location: elsewhere.url('/instances/job/main') })
-    })
+    const server = await answering('302 Found', { Location: elsewhere.url('/instances/job/main') })
     const c = connectClient(server.url(), OPTS)
     const measured = await gaps(server, 5)
     expectSchedule('HTTP 302', measured, [0, 1, 2, 3].map(backoff))
@@ -203,10 +205,7 @@ describe('servers that misbehave', () => {
   })
 
   test('jitter (default 0.2): each delay is drawn from [0.8·d, d]', async () => {
-    const server = await serve(async (conn, s) => {
-      await s.request(conn)
-      conn.respond('503 Service Unavailable')
-    })
+    const server = await answering('503 Service Unavailable')
     // Twenty clients at once, as after a worker restart: their retries spread out.
     const d = 400
     const clients = Array.from({ length: 20 }, () => connectClient(server.url(), { ...OPTS, reconnectMinMs: d, reconnectJitter: undefined }))

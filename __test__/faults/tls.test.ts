@@ -29,6 +29,12 @@ async function worker(altNames: string[]): Promise<TlsWorker> {
   return w
 }
 
+/** A client in its own process connecting to `w` by `host`, trusting `extraCa` (NODE_EXTRA_CA_CERTS)
+ *  as well as the platform's store. */
+function clientOf(w: TlsWorker, host: string, extraCa: string | undefined): Promise<Child> {
+  return startClient({ url: `wss://${host}:${w.port}/instances/job/main`, opts: OPTS, env: { NODE_EXTRA_CA_CERTS: extraCa } })
+}
+
 /** Waits for `n` failed handshakes and checks that nothing else reached the worker. */
 async function rejected(w: TlsWorker, child: Child, why: RegExp): Promise<void> {
   await w.waiter.until(() => w.tlsErrors.length >= 2, 'two failed TLS handshakes', 10_000)
@@ -46,21 +52,13 @@ async function rejected(w: TlsWorker, child: Child, why: RegExp): Promise<void> 
 describe('wss://', () => {
   test('rejected without NODE_EXTRA_CA_CERTS: the CA is not in the platform store; no hello sent', async () => {
     const w = await worker(['DNS:localhost'])
-    const child = await startClient({
-      url: `wss://localhost:${w.port}/instances/job/main`,
-      opts: OPTS,
-      env: { NODE_EXTRA_CA_CERTS: undefined },
-    })
+    const child = await clientOf(w, 'localhost', undefined)
     await rejected(w, child, /failed: .*(UnknownIssuer|unknown issuer|certificate)/i)
   })
 
   test('accepted with NODE_EXTRA_CA_CERTS naming the CA: hello, ack, connected', async () => {
     const w = await worker(['DNS:localhost'])
-    const child = await startClient({
-      url: `wss://localhost:${w.port}/instances/job/main`,
-      opts: OPTS,
-      env: { NODE_EXTRA_CA_CERTS: pki.caPath },
-    })
+    const child = await clientOf(w, 'localhost', pki.caPath)
     const connected = await child.next('connected', () => true, 10_000)
     expect(connected.role).toBe('source')
     expect(w.hellos).toHaveLength(1)
@@ -69,21 +67,13 @@ describe('wss://', () => {
 
   test('rejected on hostname mismatch (a certificate for another host), even with the CA trusted', async () => {
     const w = await worker(['DNS:worker.invalid'])
-    const child = await startClient({
-      url: `wss://localhost:${w.port}/instances/job/main`,
-      opts: OPTS,
-      env: { NODE_EXTRA_CA_CERTS: pki.caPath },
-    })
+    const child = await clientOf(w, 'localhost', pki.caPath)
     await rejected(w, child, /failed: .*(NotValidForName|not valid for name|certificate)/i)
   })
 
   test('rejected when connecting by IP to a certificate that names only the host', async () => {
     const w = await worker(['DNS:localhost'])
-    const child = await startClient({
-      url: `wss://127.0.0.1:${w.port}/instances/job/main`,
-      opts: OPTS,
-      env: { NODE_EXTRA_CA_CERTS: pki.caPath },
-    })
+    const child = await clientOf(w, '127.0.0.1', pki.caPath)
     await rejected(w, child, /failed: .*(NotValidForName|not valid for name|certificate)/i)
   })
 })

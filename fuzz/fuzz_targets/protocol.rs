@@ -27,12 +27,13 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
+use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{
     parse_worker_frame, AppliedSummary, FailedPart, JobFrame, WorkerFrame,
 };
 use ctl_migration_core::protocol::{
-    Action, Config, Deadline, HandlerKind, HandlerOutcome, Outbound, Protocol, StateOutcome,
-    TooLarge,
+    Action, Config, Deadline, HandlerKind, HandlerOutcome, Options, Outbound, Protocol,
+    StateOutcome, TooLarge,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
@@ -72,6 +73,16 @@ impl Payload {
             Payload::Text(s) => ctl_migration_core::frames::json_string(s),
             Payload::Huge => format!("\"{}\"", "x".repeat(70_000)),
         }
+    }
+
+    /// The worker frame of `frame_type` that carries this payload for migration `id`, written
+    /// here rather than by the core whose reading of it is under test.
+    fn framed(&self, frame_type: &str, id: Id) -> String {
+        format!(
+            r#"{{"type":"{frame_type}","migrationId":"{}","payload":{}}}"#,
+            id.get(),
+            self.json()
+        )
     }
 }
 
@@ -166,14 +177,14 @@ enum CloseCode {
 impl CloseCode {
     fn code(self) -> u16 {
         match self {
-            CloseCode::Normal => 1000,
-            CloseCode::GoingAway => 1001,
-            CloseCode::NoCode => 1005,
-            CloseCode::Abnormal => 1006,
-            CloseCode::Invalid => 4400,
-            CloseCode::Unauthorized => 4401,
-            CloseCode::Replaced => 4409,
-            CloseCode::TooLarge => 4413,
+            CloseCode::Normal => close_code::NORMAL,
+            CloseCode::GoingAway => close_code::GOING_AWAY,
+            CloseCode::NoCode => close_code::NO_STATUS,
+            CloseCode::Abnormal => close_code::ABNORMAL,
+            CloseCode::Invalid => close_code::PROTOCOL_ERROR,
+            CloseCode::Unauthorized => close_code::UNAUTHORIZED,
+            CloseCode::Replaced => close_code::REPLACED,
+            CloseCode::TooLarge => close_code::FRAME_TOO_LARGE,
         }
     }
 }
@@ -225,15 +236,17 @@ impl Harness {
     fn new() -> Self {
         Harness {
             core: Protocol::new(Config {
-                url: "ws://worker/instances/j/r".into(),
-                token: "tok".into(),
-                name: "fuzz".into(),
-                reconnect_min_ms: 10.0,
-                reconnect_max_ms: 100.0,
-                reconnect_jitter: 0.2,
+                options: Options {
+                    url: "ws://worker/instances/j/r".into(),
+                    token: "tok".into(),
+                    name: "fuzz".into(),
+                    reconnect_min_ms: 10.0,
+                    reconnect_max_ms: 100.0,
+                    reconnect_jitter: 0.2,
+                    heartbeat_ms: 50.0,
+                    connect_timeout_ms: 40.0,
+                },
                 seed: 1,
-                heartbeat_ms: 50.0,
-                connect_timeout_ms: 40.0,
                 confirm_by_ping: true,
             }),
             m: Model::default(),
@@ -474,21 +487,9 @@ impl Harness {
                         migration_id: id.get().to_owned(),
                     }
                     .to_text(),
-                    Frame::InitialState(id, p) => WorkerFrame::InitialState {
-                        migration_id: id.get().to_owned(),
-                        payload: p.json(),
-                    }
-                    .to_text(),
-                    Frame::CutoverReady(id, p) => WorkerFrame::CutoverReady {
-                        migration_id: id.get().to_owned(),
-                        payload: p.json(),
-                    }
-                    .to_text(),
-                    Frame::CutoverApply(id, p) => WorkerFrame::CutoverApply {
-                        migration_id: id.get().to_owned(),
-                        payload: p.json(),
-                    }
-                    .to_text(),
+                    Frame::InitialState(id, p) => p.framed("initial-state", id),
+                    Frame::CutoverReady(id, p) => p.framed("cutover-ready", id),
+                    Frame::CutoverApply(id, p) => p.framed("cutover-apply", id),
                     Frame::Abort(id, reason) => WorkerFrame::Abort {
                         migration_id: id.get().to_owned(),
                         reason,
@@ -722,7 +723,7 @@ impl Harness {
             return;
         }
         self.core.on_closed(code, "", self.m.now);
-        if code == 4409 && !self.m.closed {
+        if code == close_code::REPLACED && !self.m.closed {
             self.m.replaced = true;
         }
         self.actions();

@@ -4,19 +4,72 @@
 //! frames, the same error strings, for every input.
 //!
 //! Copied from `ctl_migration_core::frames` as of aaf05b0 (the code the scanner replaced);
-//! only the imports changed. Do not "fix" it: it is the reference.
+//! only the imports changed, and its errors are a typed [`Refusal`] whose sentences are the
+//! strings it returned. Do not "fix" it: it is the reference.
 
-use ctl_migration_core::frames::{json_string, AppliedSummary, FailedPart, JobFrame, WorkerFrame};
+use ctl_migration_core::frames::{json_string, AppliedSummary, JobFrame, WorkerFrame};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 
-/// Parses a frame from the worker. The error is a sentence for a log line.
-pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
+/// Why the oracle refused a text; its `Display` is the sentence the core's error must print.
+#[derive(Debug)]
+pub enum Refusal {
+    NotJson,
+    NotAnObject,
+    Missing(&'static str),
+    NotAString(&'static str),
+    PayloadNotJson,
+    /// The `type` a frame named, as it stood in the frame.
+    UnknownType(String),
+    Migration,
+    MigrationSide,
+    Applied,
+    Failed,
+    SkewMs,
+    /// `check_json`'s: serde_json's own sentence for the syntax.
+    Syntax(serde_json::Error),
+    /// `check_json`'s: a number out of a double's range, as written.
+    NotFinite(String),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NotJson => f.write_str("frame is not valid JSON"),
+            Refusal::NotAnObject => f.write_str("invalid frame: not a JSON object"),
+            Refusal::Missing(key) => write!(f, "invalid frame: '{key}' is missing"),
+            Refusal::NotAString(key) => write!(f, "invalid frame: '{key}' must be a string"),
+            Refusal::PayloadNotJson => {
+                f.write_str("invalid frame: 'payload' is not JSON with finite numbers")
+            }
+            Refusal::UnknownType(name) => {
+                write!(f, "invalid frame: unknown type {}", json_string(name))
+            }
+            Refusal::Migration => f.write_str(
+                "invalid frame: 'migration' must be an object with string 'id' and 'side'",
+            ),
+            Refusal::MigrationSide => {
+                f.write_str("invalid frame: 'migration.side' must be \"target\"")
+            }
+            Refusal::Applied => f.write_str("invalid frame: 'applied' must be an array of strings"),
+            Refusal::Failed => {
+                f.write_str("invalid frame: 'failed' must be an array of { id, reason } strings")
+            }
+            Refusal::SkewMs => f.write_str("invalid frame: 'skewMs' must be a finite number"),
+            Refusal::Syntax(error) => write!(f, "{error}"),
+            Refusal::NotFinite(number) => write!(f, "{number} is not a finite number"),
+        }
+    }
+}
+
+/// Parses a frame from the worker.
+pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, Refusal> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_ref() {
+    let frame = match fields.str("type")?.as_ref() {
         "hello-ack" => WorkerFrame::HelloAck {
             migration: match fields.get("migration") {
                 None => None,
@@ -42,20 +95,15 @@ pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, String> {
             migration_id: fields.string("migrationId")?,
             reason: fields.string("reason")?,
         },
-        other => {
-            return Err(format!(
-                "invalid frame: unknown type {}",
-                json_string(other)
-            ))
-        }
+        other => return Err(Refusal::UnknownType(other.to_owned())),
     };
     Ok(frame)
 }
 
 /// Parses a frame from a job (what the worker, and so the simulator, accepts).
-pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
+pub fn parse_job_frame(text: &str) -> Result<JobFrame, Refusal> {
     let fields = Fields::parse(text)?;
-    let frame = match fields.type_name()?.as_ref() {
+    let frame = match fields.str("type")?.as_ref() {
         "hello" => JobFrame::Hello {
             token: fields.string("token")?,
         },
@@ -72,127 +120,85 @@ pub fn parse_job_frame(text: &str) -> Result<JobFrame, String> {
             payload: fields.payload()?,
         },
         "target-applied" => JobFrame::TargetApplied(AppliedSummary {
-            applied: fields.optional("applied", |raw| {
-                serde_json::from_str::<Vec<String>>(raw.get())
-                    .map_err(|_| "'applied' must be an array of strings".to_owned())
-            })?,
-            failed: fields.optional("failed", parse_failed)?,
-            skew_ms: fields.optional("skewMs", |raw| {
-                serde_json::from_str::<f64>(raw.get())
-                    .map_err(|_| "'skewMs' must be a finite number".to_owned())
-            })?,
+            applied: fields.optional("applied", Refusal::Applied)?,
+            failed: fields.optional("failed", Refusal::Failed)?,
+            skew_ms: fields.optional("skewMs", Refusal::SkewMs)?,
         }),
         "abort" => JobFrame::Abort {
             reason: fields.string("reason")?,
         },
-        other => {
-            return Err(format!(
-                "invalid frame: unknown type {}",
-                json_string(other)
-            ))
-        }
+        other => return Err(Refusal::UnknownType(other.to_owned())),
     };
     Ok(frame)
 }
 
-fn parse_migration(raw: &RawValue) -> Result<String, String> {
+fn parse_migration(raw: &RawValue) -> Result<String, Refusal> {
     #[derive(Deserialize)]
     struct Migration {
         id: String,
         side: String,
     }
-    let m: Migration = serde_json::from_str(raw.get()).map_err(|_| {
-        "invalid frame: 'migration' must be an object with string 'id' and 'side'".to_owned()
-    })?;
+    let m: Migration = serde_json::from_str(raw.get()).map_err(|_| Refusal::Migration)?;
     if m.side != "target" {
-        return Err("invalid frame: 'migration.side' must be \"target\"".to_owned());
+        return Err(Refusal::MigrationSide);
     }
     Ok(m.id)
-}
-
-fn parse_failed(raw: &RawValue) -> Result<Vec<FailedPart>, String> {
-    #[derive(Deserialize)]
-    struct Failed {
-        id: String,
-        reason: String,
-    }
-    let parts: Vec<Failed> = serde_json::from_str(raw.get())
-        .map_err(|_| "'failed' must be an array of { id, reason } strings".to_owned())?;
-    Ok(parts
-        .into_iter()
-        .map(|f| FailedPart {
-            id: f.id,
-            reason: f.reason,
-        })
-        .collect())
 }
 
 /// A frame's top-level keys with their raw values. A key given twice keeps its last value, as
 /// `JSON.parse` does.
 struct Fields<'a> {
-    entries: Vec<(Cow<'a, str>, &'a RawValue)>,
+    entries: HashMap<Cow<'a, str>, &'a RawValue>,
 }
 
 impl<'a> Fields<'a> {
-    fn parse(text: &'a str) -> Result<Self, String> {
+    fn parse(text: &'a str) -> Result<Self, Refusal> {
         let mut de = serde_json::Deserializer::from_str(text);
         let fields = match FieldsSeed.deserialize(&mut de) {
             Ok(Some(fields)) => fields,
-            Ok(None) => return Err("invalid frame: not a JSON object".to_owned()),
-            Err(_) => return Err("frame is not valid JSON".to_owned()),
+            Ok(None) => return Err(Refusal::NotAnObject),
+            Err(_) => return Err(Refusal::NotJson),
         };
-        de.end().map_err(|_| "frame is not valid JSON".to_owned())?;
+        de.end().map_err(|_| Refusal::NotJson)?;
         Ok(fields)
     }
 
     fn get(&self, key: &str) -> Option<&'a RawValue> {
-        self.entries
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| *v)
+        self.entries.get(key).copied()
     }
 
-    fn type_name(&self) -> Result<Cow<'a, str>, String> {
-        self.str("type")
-    }
-
-    fn string(&self, key: &str) -> Result<String, String> {
-        self.str(key).map(Cow::into_owned)
+    fn string(&self, key: &'static str) -> Result<String, Refusal> {
+        Ok(self.str(key)?.into_owned())
     }
 
     /// A string field, borrowed from the frame unless it has escapes (serde_json reads one with
     /// escapes only into a `String`).
-    fn str(&self, key: &str) -> Result<Cow<'a, str>, String> {
-        let raw = self
-            .get(key)
-            .ok_or_else(|| format!("invalid frame: '{key}' is missing"))?;
+    fn str(&self, key: &'static str) -> Result<Cow<'a, str>, Refusal> {
+        let raw = self.get(key).ok_or(Refusal::Missing(key))?;
         serde_json::from_str::<&'a str>(raw.get())
             .map(Cow::Borrowed)
             .or_else(|_| serde_json::from_str::<String>(raw.get()).map(Cow::Owned))
-            .map_err(|_| format!("invalid frame: '{key}' must be a string"))
+            .map_err(|_| Refusal::NotAString(key))
     }
 
-    fn payload(&self) -> Result<String, String> {
-        let raw = self
-            .get("payload")
-            .ok_or_else(|| "invalid frame: 'payload' is missing".to_owned())?;
+    fn payload(&self) -> Result<String, Refusal> {
+        let raw = self.get("payload").ok_or(Refusal::Missing("payload"))?;
         // `parse` has checked its syntax already, with the rest of the frame.
-        check_numbers(raw.get())
-            .map_err(|_| "invalid frame: 'payload' is not JSON with finite numbers".to_owned())?;
+        check_numbers(raw.get()).map_err(|_| Refusal::PayloadNotJson)?;
         Ok(raw.get().to_owned())
     }
 
-    fn optional<T>(
+    /// An optional field serde reads as `T`, or `refusal` when it cannot.
+    fn optional<T: Deserialize<'a>>(
         &self,
         key: &str,
-        parse: impl FnOnce(&RawValue) -> Result<T, String>,
-    ) -> Result<Option<T>, String> {
+        refusal: Refusal,
+    ) -> Result<Option<T>, Refusal> {
         match self.get(key) {
             None => Ok(None),
-            Some(raw) => parse(raw)
+            Some(raw) => serde_json::from_str(raw.get())
                 .map(Some)
-                .map_err(|reason| format!("invalid frame: {reason}")),
+                .map_err(|_| refusal),
         }
     }
 }
@@ -215,10 +221,11 @@ impl<'de> Visitor<'de> for FieldsVisitor {
         f.write_str("a JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut entries = Vec::new();
+        let mut entries = HashMap::new();
         while let Some(key) = map.next_key::<Key<'de>>()? {
             let value: &'de RawValue = map.next_value()?;
-            entries.push((key.0, value));
+            // The later of two values for a key replaces the earlier.
+            entries.insert(key.0, value);
         }
         Ok(Some(Fields { entries }))
     }
@@ -271,17 +278,17 @@ impl<'de> Deserialize<'de> for Key<'de> {
 /// Checks that `text` is one JSON value whose numbers all fit a finite double, as the schema's
 /// `z.json()` demands of a payload after `JSON.parse`. Like `JSON.parse`, it sets no nesting limit
 /// and accepts escaped lone surrogates; it builds no tree.
-pub fn check_json(text: &str) -> Result<(), String> {
+pub fn check_json(text: &str) -> Result<(), Refusal> {
     // serde_json's skipping parser checks the syntax without recursion and without decoding
     // strings; what it leaves is the numbers' range.
-    serde_json::from_str::<&RawValue>(text).map_err(|e| e.to_string())?;
+    serde_json::from_str::<&RawValue>(text).map_err(Refusal::Syntax)?;
     check_numbers(text)
 }
 
 /// The rest of [`check_json`], for text serde_json has already read as one JSON value (a
 /// [`RawValue`]): its numbers all fit a finite double. It reads strings and numbers as valid JSON
 /// has them, and checks nothing else.
-fn check_numbers(text: &str) -> Result<(), String> {
+fn check_numbers(text: &str) -> Result<(), Refusal> {
     if may_leave_double_range(text.as_bytes()) {
         scan_numbers(text)
     } else {
@@ -290,7 +297,7 @@ fn check_numbers(text: &str) -> Result<(), String> {
 }
 
 /// Every number in JSON `text` that could leave a double's range, read as one.
-fn scan_numbers(text: &str) -> Result<(), String> {
+fn scan_numbers(text: &str) -> Result<(), Refusal> {
     let bytes = text.as_bytes();
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
@@ -313,7 +320,7 @@ fn scan_numbers(text: &str) -> Result<(), String> {
                 if (exponent || number.len() > 308)
                     && !number.parse::<f64>().is_ok_and(f64::is_finite)
                 {
-                    return Err(format!("{number} is not a finite number"));
+                    return Err(Refusal::NotFinite(number.to_owned()));
                 }
             }
             _ => i += 1,

@@ -10,6 +10,11 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 export declare class Client {
+  reportState(payload: string): Array<JsAction>
+  refuseState(reason: string): Array<JsAction>
+  reportReady(payload: string): Array<JsAction>
+  reportStoppedOutput(payload: string): Array<JsAction>
+  abort(reason: string): Array<JsAction>
   /**
    * A client on the native transport; `start()` connects. `dispatch` receives the runtime
    * thread's log lines and handler calls; `readable`, where given, the first event the
@@ -39,12 +44,7 @@ export declare class Client {
    */
   observe(mask: number): void
   start(): Array<JsAction>
-  reportState(payload: string): Array<JsAction>
-  refuseState(reason: string): Array<JsAction>
-  reportReady(payload: string): Array<JsAction>
-  reportStoppedOutput(payload: string): Array<JsAction>
   reportApplied(summary?: JsAppliedSummary | undefined | null): Array<JsAction>
-  abort(reason: string): Array<JsAction>
   close(): Array<JsAction>
   /**
    * The call to `handler` for `migration_id` (the one its action named) ended as `outcome`
@@ -69,7 +69,10 @@ export declare class Client {
   timerFired(nowMs: number): Array<JsAction>
 }
 
-/** What `connectMigration` was given, resolved to values by the glue. */
+/**
+ * What `connectMigration` was given, resolved to values by the glue: the core's
+ * `Options`.
+ */
 export interface ClientOptions {
   url: string
   token: string
@@ -77,12 +80,7 @@ export interface ClientOptions {
   reconnectMinMs: number
   reconnectMaxMs: number
   reconnectJitter: number
-  /** 0 disables. The native transport only: a WHATWG socket cannot ping. */
   heartbeatMs: number
-  /**
-   * 0 disables. The native transport only: with a JavaScript socket connecting is the
-   * socket's business, as with the JavaScript client.
-   */
   connectTimeoutMs: number
 }
 

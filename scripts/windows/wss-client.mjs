@@ -1,13 +1,8 @@
-// A product's client over wss://, run by Windows Node under Wine from the staged package
-// (scripts/test-windows.sh), driven by scripts/windows/wss-check.mjs. It imports the package by
-// name, as a product does, and connects with the product's own environment:
-// NORSK_WORKER_WS_URL, NORSK_WORKER_TOKEN and, when the check sets it, NODE_EXTRA_CA_CERTS.
-//
-//   WSS_EXPECT=connect   close and exit 0 once connected
-//   WSS_EXPECT=refuse    close and exit 0 after two failed connects (a retry, still refused)
-//
-// Prints one JSON line per event on stdout: { ev: 'log', line } | { ev: 'connected', role } |
-// { ev: 'done', why }. Gives up after WSS_CLIENT_TIMEOUT_MS (exit 2).
+// A product's client over wss://, run by Windows Node under Wine (scripts/windows/wss.test.ts): it
+// imports the package by name and connects with the product's environment (NORSK_WORKER_WS_URL,
+// NORSK_WORKER_TOKEN, NODE_EXTRA_CA_CERTS). WSS_EXPECT=connect: exits 0 once connected;
+// WSS_EXPECT=refuse: exits 0 after two failed connects. Prints one JSON line per event ({ ev:
+// 'log', line } | { ev: 'connected', role } | { ev: 'done', why }); exit 2 after WSS_CLIENT_TIMEOUT_MS.
 import { connectMigration } from '@norskvideo/ctl-migration'
 
 const expect = process.env.WSS_EXPECT === 'refuse' ? 'refuse' : 'connect'

@@ -3,56 +3,27 @@
 //! [`Settled`], how a handler ended.
 
 use ctl_migration_core::protocol::{
-    Action, Call, Direction as CoreDirection, HandlerKind, HandlerOutcome, Note, ReportOutcome,
-    Role as CoreRole, StateOutcome,
+    Action, Call, ConnectionNote as CoreConnectionNote, Direction as CoreDirection, HandlerKind,
+    HandlerOutcome, Note, ReportOutcome, Role as CoreRole, StateOutcome,
 };
 use ctl_migration_core::FrameType as CoreFrameType;
 use napi_derive::napi;
 
-/// The napi enum of the core's handlers, each by its name on the handlers object: napi's
-/// `string_enum` wants literal names, which the core's table hands over.
-macro_rules! handler_enum {
-    ($($variant:ident = $name:tt,)+) => {
-        /// A handler on the product's handlers object, by its name there.
-        #[napi(string_enum)]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Handler {
-            $(#[napi(value = $name)] $variant,)+
-        }
+/// A napi `string_enum` for one of the core's closed sets, each value the core's own string (a
+/// unit test holds them to it), so that `binding.d.ts` names the set and not `string`. With
+/// `both_ways`, the core's value back from the binding's too (its variants are units).
+macro_rules! string_enum {
+    ($doc:tt $name:ident from $core:ident both_ways { $($variant:ident = $value:tt,)+ }) => {
+        string_enum! { $doc $name from $core { $($variant = $value,)+ } }
 
-        impl From<HandlerKind> for Handler {
-            fn from(kind: HandlerKind) -> Self {
-                match kind {
-                    $(HandlerKind::$variant => Handler::$variant,)+
-                }
-            }
-        }
-
-        #[cfg(test)]
-        impl Handler {
-            /// The value napi gives JavaScript: the same token as its `#[napi(value)]`.
-            fn napi_value(self) -> &'static str {
-                match self {
-                    $(Handler::$variant => $name,)+
-                }
-            }
-        }
-
-        impl From<Handler> for HandlerKind {
-            fn from(handler: Handler) -> Self {
-                match handler {
-                    $(Handler::$variant => HandlerKind::$variant,)+
+        impl From<$name> for $core {
+            fn from(value: $name) -> Self {
+                match value {
+                    $($name::$variant => $core::$variant,)+
                 }
             }
         }
     };
-}
-
-ctl_migration_core::with_handlers!(handler_enum);
-
-/// A napi `string_enum` for one of the core's closed sets, each value the core's own string (a
-/// unit test holds them to it), so that `binding.d.ts` names the set and not `string`.
-macro_rules! string_enum {
     ($doc:tt $name:ident from $core:ident { $($variant:ident = $value:tt,)+ }) => {
         #[doc = $doc]
         #[napi(string_enum)]
@@ -80,6 +51,18 @@ macro_rules! string_enum {
         }
     };
 }
+
+/// napi's `string_enum` wants literal names, which the core's table hands over.
+macro_rules! handler_enum {
+    ($($list:tt)+) => {
+        string_enum! {
+            "A handler on the product's handlers object, by its name there."
+            Handler from HandlerKind both_ways { $($list)+ }
+        }
+    };
+}
+
+ctl_migration_core::with_handlers!(handler_enum);
 
 string_enum! {
     "Which side of the handover the client is."
@@ -126,32 +109,10 @@ pub enum ConnectionNote {
     },
 }
 
-/// The napi enum of the core's frame types, by their `type` on the wire.
+/// Likewise the frame types, by their `type` on the wire.
 macro_rules! frame_type_enum {
-    ($($variant:ident = $wire:tt,)+) => {
-        /// A frame's `type` on the wire.
-        #[napi(string_enum)]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum FrameType {
-            $(#[napi(value = $wire)] $variant,)+
-        }
-
-        #[cfg(test)]
-        impl FrameType {
-            fn napi_value(self) -> &'static str {
-                match self {
-                    $(FrameType::$variant => $wire,)+
-                }
-            }
-        }
-
-        impl From<CoreFrameType> for FrameType {
-            fn from(core: CoreFrameType) -> Self {
-                match core {
-                    $(CoreFrameType::$variant => FrameType::$variant,)+
-                }
-            }
-        }
+    ($($list:tt)+) => {
+        string_enum! { "A frame's `type` on the wire." FrameType from CoreFrameType { $($list)+ } }
     };
 }
 
@@ -332,37 +293,8 @@ fn call_to_js(call: Call) -> JsAction {
 
 fn note_to_js(note: Note) -> Option<JsAction> {
     Some(match note {
-        Note::Connecting { attempt } => JsAction::Connection {
-            note: ConnectionNote::Connecting { attempt },
-        },
-        Note::Connected {
-            attempt,
-            role,
-            migration_id,
-        } => JsAction::Connection {
-            note: ConnectionNote::Connected {
-                attempt,
-                role: Role::from(role),
-                migration_id,
-            },
-        },
-        Note::Disconnected {
-            attempt,
-            code,
-            reason,
-            retry_in_ms,
-            migration_id,
-        } => JsAction::Connection {
-            note: ConnectionNote::Disconnected {
-                attempt,
-                migration_id,
-                code: code.map(u32::from),
-                reason,
-                retry_in_ms,
-            },
-        },
-        Note::Closed { attempt } => JsAction::Connection {
-            note: ConnectionNote::Closed { attempt },
+        Note::Connection { note } => JsAction::Connection {
+            note: ConnectionNote::from(note),
         },
         Note::Frame {
             direction,
@@ -384,11 +316,42 @@ fn note_to_js(note: Note) -> Option<JsAction> {
             outcome: Outcome::from(outcome),
             migration_id,
             reason: match outcome {
-                ReportOutcome::Dropped(reason) => Some(reason.to_owned()),
+                ReportOutcome::Dropped { reason } => Some(reason.to_owned()),
                 _ => None,
             },
         },
     })
+}
+
+impl From<CoreConnectionNote> for ConnectionNote {
+    fn from(note: CoreConnectionNote) -> Self {
+        match note {
+            CoreConnectionNote::Connecting { attempt } => ConnectionNote::Connecting { attempt },
+            CoreConnectionNote::Connected {
+                attempt,
+                role,
+                migration_id,
+            } => ConnectionNote::Connected {
+                attempt,
+                role: Role::from(role),
+                migration_id,
+            },
+            CoreConnectionNote::Disconnected {
+                attempt,
+                code,
+                reason,
+                retry_in_ms,
+                migration_id,
+            } => ConnectionNote::Disconnected {
+                attempt,
+                migration_id,
+                code: code.map(u32::from),
+                reason,
+                retry_in_ms,
+            },
+            CoreConnectionNote::Closed { attempt } => ConnectionNote::Closed { attempt },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -420,7 +383,7 @@ mod tests {
             ReportOutcome::Confirmed,
             ReportOutcome::Held,
             ReportOutcome::Superseded,
-            ReportOutcome::Dropped("closed"),
+            ReportOutcome::Dropped { reason: "closed" },
         ] {
             assert_eq!(Outcome::from(outcome).napi_value(), outcome.as_str());
         }

@@ -14,7 +14,7 @@ mod actions;
 use actions::{to_js, Actions, Ended, Handler, JsAction, Settled};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::{AppliedSummary, FailedPart};
-use ctl_migration_core::protocol::{timer_delay_ms, Config, Observed, Protocol, TooLarge};
+use ctl_migration_core::protocol::{timer_delay_ms, Config, Observed, Options, Protocol, TooLarge};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::collections::hash_map::RandomState;
@@ -25,43 +25,34 @@ const OBSERVE_CONNECTION: u32 = 1;
 const OBSERVE_FRAMES: u32 = 2;
 const OBSERVE_REPORTS: u32 = 4;
 
-/// What `connectMigration` was given, resolved to values by the glue.
-#[napi(object)]
-pub struct ClientOptions {
-    pub url: String,
-    pub token: String,
-    pub name: String,
-    pub reconnect_min_ms: f64,
-    pub reconnect_max_ms: f64,
-    pub reconnect_jitter: f64,
-    /// 0 disables. The native transport only: a WHATWG socket cannot ping.
-    pub heartbeat_ms: f64,
-    /// 0 disables. The native transport only: with a JavaScript socket connecting is the
-    /// socket's business, as with the JavaScript client.
-    pub connect_timeout_ms: f64,
+/// napi's object for the core's [`Options`], field for field (each documented there).
+macro_rules! client_options {
+    ($($field:ident: $ty:ident,)+) => {
+        /// What `connectMigration` was given, resolved to values by the glue: the core's
+        /// `Options`.
+        #[napi(object)]
+        pub struct ClientOptions {
+            $(pub $field: $ty,)+
+        }
+
+        impl From<ClientOptions> for Options {
+            fn from(options: ClientOptions) -> Options {
+                Options {
+                    $($field: options.$field,)+
+                }
+            }
+        }
+    };
 }
+
+ctl_migration_core::with_options!(client_options);
 
 /// The core for a transport: `liveness` (the native one) has the heartbeat and the connect
 /// timeout; `pings` (the native one, or a product's socket class with `ping()`, as `ws`'s) confirms
 /// reports by ping (D13).
 fn core(options: ClientOptions, liveness: bool, pings: bool) -> Protocol {
-    let (heartbeat_ms, connect_timeout_ms) = if liveness {
-        (options.heartbeat_ms, options.connect_timeout_ms)
-    } else {
-        (0.0, 0.0)
-    };
-    Protocol::new(Config {
-        url: options.url,
-        token: options.token,
-        name: options.name,
-        reconnect_min_ms: options.reconnect_min_ms,
-        reconnect_max_ms: options.reconnect_max_ms,
-        reconnect_jitter: options.reconnect_jitter,
-        seed: RandomState::new().build_hasher().finish(),
-        heartbeat_ms,
-        connect_timeout_ms,
-        confirm_by_ping: pings,
-    })
+    let seed = RandomState::new().build_hasher().finish();
+    Protocol::new(Config::for_transport(options.into(), seed, liveness, pings))
 }
 
 #[napi(object)]
@@ -76,6 +67,30 @@ pub struct JsAppliedSummary {
     pub applied: Option<Vec<String>>,
     pub failed: Option<Vec<JsFailedPart>>,
     pub skew_ms: Option<f64>,
+}
+
+/// The product's reports of its text (a payload's JSON or a reason), each the core's method of
+/// the same name; over the frame cap, a `TooLarge` action instead.
+macro_rules! text_reports {
+    ($($method:ident($text:ident),)+) => {
+        #[napi]
+        impl Client {
+            $(
+                #[napi(ts_return_type = "Array<JsAction>")]
+                pub fn $method(&mut self, $text: String) -> Actions {
+                    self.report(|core| core.$method($text))
+                }
+            )+
+        }
+    };
+}
+
+text_reports! {
+    report_state(payload),
+    refuse_state(reason),
+    report_ready(payload),
+    report_stopped_output(payload),
+    abort(reason),
 }
 
 /// A core whose socket and timer are the glue's, on the glue's clock (`performance.now()`).
@@ -191,26 +206,6 @@ impl Client {
     }
 
     #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn report_state(&mut self, payload: String) -> Actions {
-        self.report(|core| core.report_state(payload))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn refuse_state(&mut self, reason: String) -> Actions {
-        self.report(|core| core.refuse_state(reason))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn report_ready(&mut self, payload: String) -> Actions {
-        self.report(|core| core.report_ready(payload))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn report_stopped_output(&mut self, payload: String) -> Actions {
-        self.report(|core| core.report_stopped_output(payload))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
     pub fn report_applied(&mut self, summary: Option<JsAppliedSummary>) -> Actions {
         let summary = summary.map(|s| AppliedSummary {
             applied: s.applied,
@@ -226,11 +221,6 @@ impl Client {
             skew_ms: s.skew_ms,
         });
         self.report(|core| core.report_applied(summary.unwrap_or_default()))
-    }
-
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn abort(&mut self, reason: String) -> Actions {
-        self.report(|core| core.abort(reason))
     }
 
     #[napi(ts_return_type = "Array<JsAction>")]

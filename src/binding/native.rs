@@ -20,27 +20,15 @@ use js_reads::SocketReads;
 /// of handle there): the runtime thread does all the reading, as on Bun and Deno.
 #[cfg(not(unix))]
 mod js_reads {
-    use super::{JsAction, NativeClient, Shown, TsfnSink};
     use napi::bindgen_prelude::*;
-    use std::sync::Arc;
+    use std::convert::Infallible;
 
     pub enum SocketReads {}
 
     impl SocketReads {
-        pub fn event_loop(_env: &Env) -> Option<*mut std::ffi::c_void> {
+        /// Never an event loop, so never any reads to make.
+        pub fn event_loop(_env: &Env) -> Option<Infallible> {
             None
-        }
-
-        pub fn new(
-            _env: &Env,
-            _uv_loop: *mut std::ffi::c_void,
-            _readable: Function<Vec<JsAction>, ()>,
-            _client: NativeClient<TsfnSink>,
-            _shown: Arc<Shown>,
-        ) -> Result<SocketReads> {
-            Err(Error::from_reason(
-                "the JavaScript thread cannot poll sockets here",
-            ))
         }
 
         pub fn poll(&self, _socket: std::net::TcpStream) -> Result<()> {
@@ -159,6 +147,7 @@ impl Client {
             uv_loop.is_some(),
         )
         .map_err(|e| Error::from_reason(e.to_string()))?;
+        #[cfg(unix)]
         let reads = match (uv_loop, readable) {
             (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(
                 &env,
@@ -169,6 +158,8 @@ impl Client {
             )?)),
             _ => None,
         };
+        #[cfg(not(unix))]
+        let reads: Option<Rc<SocketReads>> = uv_loop.map(|never| match never {});
         // A worker thread that ends without close() must not leave its socket, or a poll on
         // its event loop, behind.
         let cleanup = (client.clone(), reads.clone());
@@ -237,6 +228,15 @@ mod tests {
         shown.read(|s| s.and_then(|s| s.migration_id.clone()))
     }
 
+    /// What is shown once states numbered `seq` naming each migration arrived, in this order.
+    fn shown_after(states: &[(u64, &str)]) -> Shown {
+        let shown = Shown::default();
+        for (seq, migration_id) in states {
+            shown.adopt(Some(status(*seq, migration_id)));
+        }
+        shown
+    }
+
     #[test]
     fn nothing_is_shown_before_the_first_state() {
         let shown = Shown::default();
@@ -247,25 +247,19 @@ mod tests {
 
     #[test]
     fn a_newer_state_replaces_the_one_shown() {
-        let shown = Shown::default();
-        shown.adopt(Some(status(1, "a")));
-        shown.adopt(Some(status(2, "b")));
+        let shown = shown_after(&[(1, "a"), (2, "b")]);
         assert_eq!(shown_id(&shown).as_deref(), Some("b"));
     }
 
     #[test]
     fn an_older_state_arriving_late_is_not_shown() {
-        let shown = Shown::default();
-        shown.adopt(Some(status(2, "b")));
-        shown.adopt(Some(status(1, "a")));
-        shown.adopt(Some(status(2, "again")));
+        let shown = shown_after(&[(2, "b"), (1, "a"), (2, "again")]);
         assert_eq!(shown_id(&shown).as_deref(), Some("b"));
     }
 
     #[test]
     fn work_without_a_state_keeps_the_one_shown() {
-        let shown = Shown::default();
-        shown.adopt(Some(status(1, "a")));
+        let shown = shown_after(&[(1, "a")]);
         let actions = shown.actions(JsWork::default());
         assert!(actions.is_empty());
         assert_eq!(shown_id(&shown).as_deref(), Some("a"));

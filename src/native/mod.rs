@@ -107,6 +107,34 @@ struct State<S> {
 }
 
 impl<S> State<S> {
+    /// A client before its first connection: no socket, the runtime thread reading until it
+    /// offers the socket to JavaScript (when `js_reads`).
+    fn new(
+        core: Protocol,
+        js_reads: bool,
+        control: mpsc::UnboundedSender<Control>,
+        js: Arc<S>,
+    ) -> State<S> {
+        State {
+            core,
+            socket: None,
+            handoff: Handoff::new(js_reads),
+            queued_sends: 0,
+            generation: 0,
+            control,
+            js: Some(js),
+            status: Status {
+                seq: 0,
+                role: Role::Source,
+                migration_id: None,
+                connected: false,
+            },
+            epoch: Instant::now(),
+            timer_at: None,
+            pong_waits: false,
+        }
+    }
+
     fn now_ms(&self) -> f64 {
         self.epoch.elapsed().as_secs_f64() * 1000.0
     }
@@ -192,24 +220,12 @@ impl<S: JsSink> NativeClient<S> {
         let js_reads = js_reads && core.heartbeat_period_ms().is_some();
         let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
-        let state = Arc::new(Mutex::new(State {
+        let state = Arc::new(Mutex::new(State::new(
             core,
-            socket: None,
-            handoff: Handoff::new(js_reads),
-            queued_sends: 0,
-            generation: 0,
+            js_reads,
             control,
-            js: Some(Arc::new(js)),
-            status: Status {
-                seq: 0,
-                role: Role::Source,
-                migration_id: None,
-                connected: false,
-            },
-            epoch: Instant::now(),
-            timer_at: None,
-            pong_waits: false,
-        }));
+            Arc::new(js),
+        )));
         runtime.spawn(task::drive(state.clone(), rx, url));
         Ok(NativeClient { state })
     }

@@ -551,7 +551,9 @@ async fn close_unreadable<S: JsSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::native::tests::{connected_js_reading, next_text, runtime, Outcome, Recorder};
+    use crate::native::tests::{
+        connected_js_reading, next_text, runtime, OrFail, Outcome, Recorder,
+    };
     use crate::native::{route, Caller};
     use tungstenite::error::{CapacityError, ProtocolError};
     use tungstenite::Message;
@@ -622,7 +624,7 @@ mod tests {
         let rt = runtime()?;
         let (mut state, worker) = connected_js_reading(&rt)?;
         // Fill the socket until a frame stays in tungstenite's buffer.
-        let ws = state.socket.as_mut().ok_or("no open socket")?;
+        let ws = state.socket.as_mut().or_fail("an open socket")?;
         let mut frames = 0;
         loop {
             frames += 1;

@@ -5,7 +5,7 @@
 use super::*;
 use crate::wire::connect;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
-use ctl_migration_core::protocol::{Call, Config};
+use ctl_migration_core::protocol::{Call, Config, Options};
 use std::net::TcpListener;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -14,23 +14,41 @@ use tungstenite::protocol::CloseFrame;
 use tungstenite::WebSocket;
 
 /// A test's own step that did not happen (a port, a connection, a frame, a socket that should be
-/// there): the test ends with an error naming it, as `?` carries it up.
-pub(super) type Outcome<T = ()> = Result<T, String>;
+/// there): the test ends with it, as `?` carries it up, and the harness prints which step and
+/// what came instead.
+pub(super) struct StepFailed {
+    step: &'static str,
+    instead: String,
+}
 
-/// `what` as the test's error when it is missing or failed.
+impl std::fmt::Debug for StepFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.step, self.instead)
+    }
+}
+
+pub(super) type Outcome<T = ()> = Result<T, StepFailed>;
+
+/// `step` as the test's error when it is missing or failed.
 pub(super) trait OrFail<T> {
-    fn or_fail(self, what: &str) -> Outcome<T>;
+    fn or_fail(self, step: &'static str) -> Outcome<T>;
 }
 
 impl<T> OrFail<T> for Option<T> {
-    fn or_fail(self, what: &str) -> Outcome<T> {
-        self.ok_or_else(|| format!("{what}: none"))
+    fn or_fail(self, step: &'static str) -> Outcome<T> {
+        self.ok_or_else(|| StepFailed {
+            step,
+            instead: "none".to_owned(),
+        })
     }
 }
 
 impl<T, E: std::fmt::Debug> OrFail<T> for Result<T, E> {
-    fn or_fail(self, what: &str) -> Outcome<T> {
-        self.map_err(|e| format!("{what}: {e:?}"))
+    fn or_fail(self, step: &'static str) -> Outcome<T> {
+        self.map_err(|e| StepFailed {
+            step,
+            instead: format!("{e:?}"),
+        })
     }
 }
 
@@ -50,15 +68,17 @@ impl JsSink for Recorder {
 /// A core as the native transport makes it: heartbeat on (so JavaScript may read), D13 on.
 pub(super) fn core() -> Protocol {
     Protocol::new(Config {
-        url: "ws://127.0.0.1/instances/j/r".into(),
-        token: "tok".into(),
-        name: "test".into(),
-        reconnect_min_ms: 1000.0,
-        reconnect_max_ms: 30000.0,
-        reconnect_jitter: 0.0,
+        options: Options {
+            url: "ws://127.0.0.1/instances/j/r".into(),
+            token: "tok".into(),
+            name: "test".into(),
+            reconnect_min_ms: 1000.0,
+            reconnect_max_ms: 30000.0,
+            reconnect_jitter: 0.0,
+            heartbeat_ms: 5000.0,
+            connect_timeout_ms: 0.0,
+        },
         seed: 7,
-        heartbeat_ms: 5000.0,
-        connect_timeout_ms: 0.0,
         confirm_by_ping: true,
     })
 }
@@ -66,24 +86,7 @@ pub(super) fn core() -> Protocol {
 /// A state with no socket yet, the JavaScript thread able to read sockets.
 pub(super) fn state() -> (State<Recorder>, mpsc::UnboundedReceiver<Control>) {
     let (control, rx) = mpsc::unbounded_channel();
-    let state = State {
-        core: core(),
-        socket: None,
-        handoff: Handoff::new(true),
-        queued_sends: 0,
-        generation: 0,
-        control,
-        js: Some(Arc::new(Recorder::default())),
-        status: Status {
-            seq: 0,
-            role: Role::Source,
-            migration_id: None,
-            connected: false,
-        },
-        epoch: Instant::now(),
-        timer_at: None,
-        pong_waits: false,
-    };
+    let state = State::new(core(), true, control, Arc::new(Recorder::default()));
     (state, rx)
 }
 
@@ -139,16 +142,19 @@ pub(super) fn next_text(worker: &mut Worker) -> Outcome<String> {
     }
 }
 
+/// [`connected_js_reading`] on a runtime of its own, which must outlive the state.
+fn connected() -> Outcome<(tokio::runtime::Runtime, State<Recorder>, Worker)> {
+    let rt = runtime()?;
+    let (state, worker) = connected_js_reading(&rt)?;
+    Ok((rt, state, worker))
+}
+
 /// A state whose core is connected (hello sent, hello-ack taken in, as a target of `m`), with
 /// the JavaScript thread reading the socket.
 pub(super) fn connected_js_reading(
     rt: &tokio::runtime::Runtime,
 ) -> Outcome<(State<Recorder>, Worker)> {
-    let (mut state, _rx) = state();
-    let (ws, mut worker) = pair(rt)?;
-    state.core.start(0.0);
-    state.core.on_open(0.0);
-    state.socket = Some(ws);
+    let (mut state, _rx, mut worker) = opened(rt)?;
     route(&mut state, Caller::JavaScript);
     assert!(next_text(&mut worker)?.contains(r#""type":"hello""#));
     state.core.on_frame(
@@ -158,6 +164,43 @@ pub(super) fn connected_js_reading(
     route(&mut state, Caller::JavaScript);
     assert!(state.handoff.offer() && state.handoff.accept());
     Ok((state, worker))
+}
+
+/// A state with a socket to a loopback worker, its core not started.
+fn with_socket(
+    rt: &tokio::runtime::Runtime,
+) -> Outcome<(State<Recorder>, mpsc::UnboundedReceiver<Control>, Worker)> {
+    let (mut state, rx) = state();
+    let (ws, worker) = pair(rt)?;
+    state.socket = Some(ws);
+    Ok((state, rx, worker))
+}
+
+/// A state whose socket to a loopback worker has just opened, its hello not yet routed.
+fn opened(
+    rt: &tokio::runtime::Runtime,
+) -> Outcome<(State<Recorder>, mpsc::UnboundedReceiver<Control>, Worker)> {
+    let (mut state, rx, worker) = with_socket(rt)?;
+    state.core.start(0.0);
+    state.core.on_open(0.0);
+    Ok((state, rx, worker))
+}
+
+/// The frames queued for the connection task so far, each with the generation it is for.
+fn queued(rx: &mut mpsc::UnboundedReceiver<Control>) -> Vec<(&'static str, u64)> {
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .filter_map(|c| match c {
+            Control::Send(out, generation) => Some((out.type_name, generation)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `state` as the runtime thread and the JavaScript thread share it.
+fn shared(state: State<Recorder>) -> NativeClient<Recorder> {
+    NativeClient {
+        state: Arc::new(Mutex::new(state)),
+    }
 }
 
 fn calls(work: &JsWork) -> Vec<&Call> {
@@ -183,45 +226,23 @@ fn a_frame_from_the_javascript_thread_goes_straight_onto_the_socket() -> Outcome
     route(&mut state, Caller::JavaScript);
     assert_eq!(next_text(&mut worker)?, r#"{"type":"hello","token":"tok"}"#);
     assert_eq!(state.queued_sends, 0);
-    assert!(
-        !std::iter::from_fn(|| rx.try_recv().ok()).any(|c| matches!(c, Control::Send(..))),
-        "nothing queued for the task"
-    );
+    assert_eq!(queued(&mut rx), [], "nothing queued for the task");
     Ok(())
 }
 
+/// The frames that go through the connection task's queue: every one the runtime thread
+/// sends, and one from the JavaScript thread while frames the task has not sent yet are queued
+/// (it queues behind them, to keep the order).
 #[test]
-fn a_frame_queues_behind_frames_the_task_has_not_sent_yet() -> Outcome {
+fn a_frame_is_queued_for_the_task_from_the_runtime_or_behind_queued_ones() -> Outcome {
     let rt = runtime()?;
-    let (mut state, mut rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
-    state.core.start(0.0);
-    state.core.on_open(0.0);
-    state.queued_sends = 1;
-    route(&mut state, Caller::JavaScript);
-    assert_eq!(state.queued_sends, 2);
-    let queued = std::iter::from_fn(|| rx.try_recv().ok())
-        .find_map(|c| match c {
-            Control::Send(out, generation) => Some((out.type_name, generation)),
-            _ => None,
-        })
-        .or_fail("the hello queued for the task")?;
-    assert_eq!(queued, ("hello", 0));
-    Ok(())
-}
-
-#[test]
-fn the_runtime_thread_queues_every_frame_for_the_connection_task() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, mut rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
-    state.core.start(0.0);
-    state.core.on_open(0.0);
-    route(&mut state, Caller::Runtime);
-    assert_eq!(state.queued_sends, 1);
-    assert!(std::iter::from_fn(|| rx.try_recv().ok()).any(|c| matches!(c, Control::Send(..))));
+    for (caller, queued_before) in [(Caller::Runtime, 0), (Caller::JavaScript, 1)] {
+        let (mut state, mut rx, _worker) = opened(&rt)?;
+        state.queued_sends = queued_before;
+        route(&mut state, caller);
+        assert_eq!(state.queued_sends, queued_before + 1);
+        assert_eq!(queued(&mut rx), [("hello", 0)]);
+    }
     Ok(())
 }
 
@@ -232,11 +253,7 @@ fn a_frame_with_no_socket_is_queued_for_the_current_generation() -> Outcome {
     state.core.start(0.0);
     state.core.on_open(0.0);
     route(&mut state, Caller::JavaScript);
-    let generation = std::iter::from_fn(|| rx.try_recv().ok()).find_map(|c| match c {
-        Control::Send(_, generation) => Some(generation),
-        _ => None,
-    });
-    assert_eq!(generation, Some(3));
+    assert_eq!(queued(&mut rx), [("hello", 3)]);
     Ok(())
 }
 
@@ -244,9 +261,7 @@ fn a_frame_with_no_socket_is_queued_for_the_current_generation() -> Outcome {
 fn ending_a_connection_counts_a_new_generation_and_gives_the_socket_back_to_the_runtime() -> Outcome
 {
     let rt = runtime()?;
-    let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
+    let (mut state, _rx, _worker) = with_socket(&rt)?;
     assert!(state.handoff.offer() && state.handoff.accept());
     state.pong_waits = true;
     assert!(state.end_connection().is_some());
@@ -260,8 +275,7 @@ fn ending_a_connection_counts_a_new_generation_and_gives_the_socket_back_to_the_
 
 #[test]
 fn the_state_is_handed_to_javascript_only_when_it_changed_and_numbered_in_order() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (_rt, mut state, _worker) = connected()?;
     assert_eq!(state.status.seq, 1, "connecting changed it once");
     assert_eq!(state.status.migration_id.as_deref(), Some("m"));
     assert_eq!(state.status.role, Role::Target);
@@ -271,14 +285,25 @@ fn the_state_is_handed_to_javascript_only_when_it_changed_and_numbered_in_order(
     Ok(())
 }
 
-#[test]
-fn runtime_work_is_undelivered_until_javascript_runs_it() -> Outcome {
-    let (mut state, _rx) = state();
-    assert!(state.handoff.offer() && state.handoff.accept());
-    let work = JsWork {
+/// Work for JavaScript: one log line.
+fn a_log_line() -> JsWork {
+    JsWork {
         actions: vec![Action::Log("a line".into())],
         ..JsWork::default()
-    };
+    }
+}
+
+/// A state whose socket JavaScript took on offer.
+fn javascript_reading() -> (State<Recorder>, mpsc::UnboundedReceiver<Control>) {
+    let (mut state, rx) = state();
+    assert!(state.handoff.offer() && state.handoff.accept());
+    (state, rx)
+}
+
+#[test]
+fn runtime_work_is_undelivered_until_javascript_runs_it() -> Outcome {
+    let (state, _rx) = javascript_reading();
+    let work = a_log_line();
     let delivery = for_js(&state, work).or_fail("work to deliver")?;
     assert_eq!(state.handoff.js_turn(), JsTurn::AfterDeliveries);
     delivery.deliver();
@@ -295,22 +320,15 @@ fn empty_work_or_no_one_to_tell_is_not_delivered() -> Outcome {
     let (mut state, _rx) = state();
     assert!(for_js(&state, JsWork::default()).is_none());
     state.js = None;
-    let work = JsWork {
-        actions: vec![Action::Log("a line".into())],
-        ..JsWork::default()
-    };
+    let work = a_log_line();
     assert!(for_js(&state, work).is_none());
     Ok(())
 }
 
 #[test]
 fn a_delivery_run_on_another_thread_lets_javascript_read_again() -> Outcome {
-    let (mut state, _rx) = state();
-    assert!(state.handoff.offer() && state.handoff.accept());
-    let work = JsWork {
-        actions: vec![Action::Log("a line".into())],
-        ..JsWork::default()
-    };
+    let (state, _rx) = javascript_reading();
+    let work = a_log_line();
     let delivery = for_js(&state, work).or_fail("work to deliver")?;
     std::thread::spawn(move || drop(delivery.work))
         .join()
@@ -321,8 +339,7 @@ fn a_delivery_run_on_another_thread_lets_javascript_read_again() -> Outcome {
 
 #[test]
 fn a_close_from_the_worker_ends_the_connection_for_a_clean_reply() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (_rt, mut state, _worker) = connected()?;
     let read = feed_read(
         &mut state,
         Ok(Message::Close(Some(CloseFrame {
@@ -339,8 +356,7 @@ fn a_close_from_the_worker_ends_the_connection_for_a_clean_reply() -> Outcome {
 
 #[test]
 fn an_oversized_frame_ends_the_connection_telling_the_worker_why() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (_rt, mut state, _worker) = connected()?;
     let too_big = WsError::Capacity(tungstenite::error::CapacityError::MessageTooLong {
         size: MAX_FRAME_BYTES + 1,
         max_size: MAX_FRAME_BYTES,
@@ -355,8 +371,7 @@ fn an_oversized_frame_ends_the_connection_telling_the_worker_why() -> Outcome {
 
 #[test]
 fn a_lost_connection_is_dropped_without_a_close_frame() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (_rt, mut state, _worker) = connected()?;
     let reset = WsError::Io(std::io::ErrorKind::ConnectionReset.into());
     let read = feed_read(&mut state, Err(reset), Caller::Runtime);
     assert!(matches!(read, Read::Ended(_, _, Retire::Drop)));
@@ -365,11 +380,8 @@ fn a_lost_connection_is_dropped_without_a_close_frame() -> Outcome {
 
 #[test]
 fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() -> Outcome {
-    let rt = runtime()?;
-    let (state, mut worker) = connected_js_reading(&rt)?;
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let (_rt, state, mut worker) = connected()?;
+    let client = shared(state);
     let get_state = r#"{"type":"get-state","migrationId":"m"}"#;
     worker.send(Message::text(get_state)).or_fail("sent")?;
     let held = {
@@ -388,11 +400,8 @@ fn javascript_does_not_read_while_a_runtime_delivery_waits_to_run() -> Outcome {
 
 #[test]
 fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() -> Outcome {
-    let rt = runtime()?;
-    let (state, mut worker) = connected_js_reading(&rt)?;
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let (rt, state, mut worker) = connected()?;
+    let client = shared(state);
     for id in ["first", "second"] {
         worker
             .send(Message::text(format!(
@@ -428,11 +437,8 @@ fn frames_are_taken_in_in_the_order_they_arrived_whichever_thread_reads() -> Out
 
 #[test]
 fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_back() -> Outcome {
-    let rt = runtime()?;
-    let (state, _worker) = connected_js_reading(&rt)?;
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let (rt, state, _worker) = connected()?;
+    let client = shared(state);
     {
         let _guard = rt.enter();
         lock(&client.state).reclaim().or_fail("registered")?;
@@ -441,15 +447,19 @@ fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_b
     Ok(())
 }
 
+/// Whether the client's socket is registered with the runtime's reactor (a poll on one that is
+/// not fails).
+fn registered(state: &State<Recorder>) -> Outcome<bool> {
+    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
+    let mut cx = Context::from_waker(Waker::noop());
+    Ok(!matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))))
+}
+
 #[test]
 fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() -> Outcome {
     let rt = runtime()?;
-    let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let (state, _rx, _worker) = with_socket(&rt)?;
+    let client = shared(state);
     assert!(client.accept_offer().is_none(), "nothing on offer");
     assert!(lock(&client.state).handoff.offer());
     let js = client.clone();
@@ -457,21 +467,15 @@ fn taking_the_socket_moves_its_wait_from_the_runtime_to_the_javascript_thread() 
         .join()
         .or_fail("the JavaScript thread")?;
     assert!(copy.is_some(), "a copy of the socket to poll");
-    let mut cx = Context::from_waker(Waker::noop());
     let state = lock(&client.state);
-    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
-    assert!(
-        matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))),
-        "no longer in the runtime's reactor"
-    );
+    assert!(!registered(&state)?, "out of the runtime's reactor");
     assert_eq!(state.handoff.reader(), Reader::JavaScript);
     Ok(())
 }
 
 #[test]
 fn reclaiming_registers_the_socket_with_the_runtime_again() -> Outcome {
-    let rt = runtime()?;
-    let (mut state, _worker) = connected_js_reading(&rt)?;
+    let (rt, mut state, _worker) = connected()?;
     state
         .socket
         .as_mut()
@@ -481,20 +485,14 @@ fn reclaiming_registers_the_socket_with_the_runtime_again() -> Outcome {
         .unregister();
     let _guard = rt.enter();
     state.reclaim().or_fail("registered")?;
-    let mut cx = Context::from_waker(Waker::noop());
-    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
-    assert!(
-        !matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))),
-        "the runtime's reactor waits for it"
-    );
+    assert!(registered(&state)?, "back in the runtime's reactor");
     assert_eq!(state.handoff.reader(), Reader::Runtime);
     Ok(())
 }
 
 #[test]
 fn javascript_is_behind_only_with_input_it_left_unread() -> Outcome {
-    let rt = runtime()?;
-    let (state, mut worker) = connected_js_reading(&rt)?;
+    let (_rt, state, mut worker) = connected()?;
     assert!(!state.javascript_behind());
     worker.send(Message::text("{}")).or_fail("sent")?;
     arrived(state.socket.as_ref().or_fail("open")?, 4);
@@ -516,22 +514,32 @@ fn reported(rt: &tokio::runtime::Runtime) -> Outcome<(State<Recorder>, Worker)> 
     Ok((state, worker))
 }
 
+/// The worker answers the report's ping (number 1).
+fn pong(worker: &mut Worker) -> Outcome {
+    worker
+        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
+        .or_fail("the pong sent")
+}
+
+/// Whether the client's socket would wake a poll for reading now.
+fn polls_readable(state: &State<Recorder>) -> Outcome<bool> {
+    let ws = state.socket.as_ref().or_fail("open")?;
+    Ok(ws.get_ref().tcp().polls_readable())
+}
+
 #[test]
 fn a_report_pong_alone_does_not_wake_javascript_while_the_core_lets_it_wait() -> Outcome {
     let rt = runtime()?;
     let (state, mut worker) = reported(&rt)?;
     assert!(state.pong_waits, "the wait follows the report");
-    worker
-        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .or_fail("sent")?;
+    pong(&mut worker)?;
     arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES);
     assert!(
         !state.javascript_behind(),
         "a pong is not input left unread"
     );
-    let fd = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
     assert!(
-        !fd.polls_readable(),
+        !polls_readable(&state)?,
         "SO_RCVLOWAT keeps the pong from waking the poll"
     );
     Ok(())
@@ -541,19 +549,11 @@ fn a_report_pong_alone_does_not_wake_javascript_while_the_core_lets_it_wait() ->
 fn a_frame_after_a_waiting_pong_wakes_javascript() -> Outcome {
     let rt = runtime()?;
     let (state, mut worker) = reported(&rt)?;
-    worker
-        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .or_fail("sent")?;
+    pong(&mut worker)?;
     worker.send(Message::text("{}")).or_fail("sent")?;
     arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES + 4);
     assert!(state.javascript_behind());
-    assert!(state
-        .socket
-        .as_ref()
-        .or_fail("open")?
-        .get_ref()
-        .tcp()
-        .polls_readable());
+    assert!(polls_readable(&state)?);
     Ok(())
 }
 
@@ -564,33 +564,21 @@ fn the_runtime_thread_never_lets_a_pong_wait() -> Outcome {
     let _guard = rt.enter();
     state.reclaim().or_fail("registered")?;
     assert!(!state.pong_waits);
-    worker
-        .send(Message::Pong(1u64.to_be_bytes().to_vec().into()))
-        .or_fail("sent")?;
+    pong(&mut worker)?;
     arrived(state.socket.as_ref().or_fail("open")?, PONG_BYTES);
-    assert!(state
-        .socket
-        .as_ref()
-        .or_fail("open")?
-        .get_ref()
-        .tcp()
-        .polls_readable());
+    assert!(polls_readable(&state)?);
     Ok(())
 }
 
 #[test]
 fn an_offer_made_before_the_connection_ended_is_not_taken_on_the_next() -> Outcome {
     let rt = runtime()?;
-    let (mut state, _rx) = state();
-    let (ws, _worker) = pair(&rt)?;
-    state.socket = Some(ws);
+    let (mut state, _rx, _worker) = with_socket(&rt)?;
     assert!(state.handoff.offer());
     drop(state.end_connection());
     let (ws, _worker) = pair(&rt)?;
     state.socket = Some(ws);
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let client = shared(state);
     assert!(client.accept_offer().is_none());
     assert_eq!(lock(&client.state).handoff.reader(), Reader::Runtime);
     Ok(())
@@ -599,13 +587,9 @@ fn an_offer_made_before_the_connection_ended_is_not_taken_on_the_next() -> Outco
 #[test]
 fn a_connection_dropped_while_javascript_polls_its_copy_ends_at_once() -> Outcome {
     let rt = runtime()?;
-    let (mut state, _rx) = state();
-    let (ws, mut worker) = pair(&rt)?;
-    state.socket = Some(ws);
+    let (mut state, _rx, mut worker) = with_socket(&rt)?;
     assert!(state.handoff.offer());
-    let client = NativeClient {
-        state: Arc::new(Mutex::new(state)),
-    };
+    let client = shared(state);
     let copy = client.accept_offer().or_fail("JavaScript's copy")?;
     drop(lock(&client.state).end_connection());
     assert!(worker.read().is_err(), "the worker sees the connection end");

@@ -14,7 +14,7 @@ import { renderJunit } from './junit.mjs'
 import { renderReport } from './report.mjs'
 import { createView, visible } from './view.mjs'
 import { HandoverError, runHandover, startTestWorker } from '../lib/testing.mjs'
-import { HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep, seededRandom } from '../lib/steps.js'
+import { CUTOVER_STEPS, HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep, seededRandom } from '../lib/steps.js'
 
 /** @typedef {import('../lib/testing.js').HandoverFault} HandoverFault */
 /** @typedef {import('../lib/testing.js').HandoverTimeline} HandoverTimeline */
@@ -565,7 +565,7 @@ async function handover(run, faults, recoveryOf) {
         result.ok = false
         result.outcome = 'over-budget'
         result.failure = {
-          step: 'cutover-apply',
+          step: CUTOVER_STEPS[CUTOVER_STEPS.length - 1].step,
           kind: 'over-budget',
           message: `${migrationId}: the cutover window was ${result.cutoverWindowMs.toFixed(1)} ms (cutover-ready sent → target-applied received), over the --max-cutover-ms budget of ${budget} ms`,
         }
@@ -633,8 +633,9 @@ function record(result, timeline) {
   }))
   result.waits = timeline.waits
   result.totalMs = timeline.totalMs
-  const ready = timeline.steps.find((s) => s.step === 'cutover-ready')
-  const applied = timeline.steps.find((s) => s.step === 'cutover-apply')
+  // The cutover window: from its first step's frame sent to its last step's answer received.
+  const ready = timeline.steps.find((s) => s.step === CUTOVER_STEPS[0].step)
+  const applied = timeline.steps.find((s) => s.step === CUTOVER_STEPS[CUTOVER_STEPS.length - 1].step)
   if (ready && applied) result.cutoverWindowMs = applied.startedAtMs + applied.latencyMs - ready.startedAtMs
   if (timeline.aborted) result.aborted = timeline.aborted
   if (timeline.faults) result.faults = timeline.faults

@@ -7,6 +7,8 @@
 // the run's own axis. Text is only ever in the columns and the axis, never on the bars, so no two
 // pieces of text can overlap at any width.
 
+import { CUTOVER_STEPS, HANDOVER_STEPS } from '../lib/steps.js'
+
 /** @typedef {import('./document.mjs').HandoverResult} HandoverResult */
 /** @typedef {import('../lib/testing.js').HandoverWait} HandoverWait */
 /** A time in ms to the chart's coordinates across. @typedef {(ms: number) => number} Scale */
@@ -16,14 +18,12 @@
  */
 /** Drawn across every row of a waterfall. @typedef {(x: Scale, height: number) => string} Overlay */
 
-/** @type {Record<import('../lib/testing.js').HandoverStepName, string>} */
-const COLOURS = {
-  propose: '#4e79a7',
-  launch: '#9c755f',
-  'initial-state': '#59a14f',
-  'cutover-ready': '#f28e2b',
-  'cutover-apply': '#76b7b2',
-}
+/** Each step's colour, by its place in the handover (steps.js). */
+const PALETTE = ['#4e79a7', '#9c755f', '#59a14f', '#f28e2b', '#76b7b2', '#edc948', '#b07aa1']
+/** @type {Record<string, string>} */
+const COLOURS = Object.fromEntries(HANDOVER_STEPS.map((step, i) => [step, PALETTE[i % PALETTE.length]]))
+/** The cutover's steps, which the window zooms in on. */
+const CUTOVER = CUTOVER_STEPS.map((s) => s.step)
 const ROW_PX = 24
 /** The chart's coordinates across (viewBox units); it stretches to its column. */
 const SPAN = 1000
@@ -185,7 +185,7 @@ function handover(h) {
   // Shading across the rows, and the fault lines where they struck.
   /** @type {Overlay[]} */
   const overlays = []
-  const ready = h.steps.find((s) => s.step === 'cutover-ready')
+  const ready = h.steps.find((s) => s.step === CUTOVER[0])
   const cutoverWindowMs = h.cutoverWindowMs
   if (cutoverWindowMs !== undefined && ready) {
     const windowEnd = ready.startedAtMs + cutoverWindowMs
@@ -193,8 +193,8 @@ function handover(h) {
       (x, height) =>
         `<rect class="cutover-window" x="${x(ready.startedAtMs)}" y="0" width="${width(x(ready.startedAtMs), x(windowEnd), 2)}" height="${height}" fill="#ffd54f" opacity="0.35"><title>cutover window ${cutoverWindowMs.toFixed(2)} ms</title></rect>`,
     )
-    // The window zoomed: its own axis, from cutover-ready sent to target-applied received.
-    const parts = h.steps.filter((s) => s.step === 'cutover-ready' || s.step === 'cutover-apply')
+    // The window zoomed: its own axis, from the cutover's first frame sent to its last answer.
+    const parts = h.steps.filter((s) => CUTOVER.includes(s.step))
     /** @type {Scale} */
     const zoom = (ms) => ((ms - ready.startedAtMs) / Math.max(cutoverWindowMs, 1e-6)) * SPAN
     rows.push({

@@ -21,8 +21,8 @@ const output = setInterval(() => {
 // Reads NORSK_WORKER_WS_URL and NORSK_WORKER_TOKEN; without them (run on its own) it does nothing.
 const migration = connectMigration({
   // Source: the worker proposes a handover. Return the state the target starts from, or refuse
-  // (for a moment when a handover would hurt).
-  onGetState: () => (handingOver ? stateRefusal('a handover is already under way') : { next }),
+  // (for a moment when a handover would hurt, or once this instance has handed its output over).
+  onGetState: () => (handingOver ? stateRefusal('handing over or handed over') : { next }),
 
   // Target: the source's state arrives. Adopt it first, then report ready: the worker tells the
   // source to stop output as soon as it hears this, so a target that reported ready before it
@@ -46,10 +46,11 @@ const migration = connectMigration({
     migration.reportApplied()
   },
 
-  // The worker gave the migration up: the source carries on (a target is stopped by the worker).
+  // The worker gave the migration up: a source that stopped for it goes on, a live instance stays
+  // live (a target that never took over is stopped by the worker).
   onAbort: () => {
+    if (handingOver) live = true
     handingOver = false
-    live = !isTarget
   },
 })
 

@@ -1,25 +1,24 @@
 // Recipe: vitest (`npx vitest run`). A product's handlers against the testing kit's worker.
-import { afterEach, beforeEach, expect, test, vi } from 'vitest'
-import { connectMigration, type MigrationClient } from '@norskvideo/ctl-migration'
+import { test as base, expect, onTestFinished, vi } from 'vitest'
+import { connectMigration, type MigrationEnv } from '@norskvideo/ctl-migration'
 import { startTestWorker, type TestWorker } from '@norskvideo/ctl-migration-testing'
 
 // The product under test: it answers a propose with its position.
-function startProduct(env: NodeJS.ProcessEnv): MigrationClient {
-  return connectMigration({ onGetState: () => ({ position: 42 }) }, env, { log: () => {}, reconnectMinMs: 20, heartbeatMs: 100 })
+function startProduct(env: MigrationEnv) {
+  return connectMigration({ onGetState: () => ({ position: 42 }) }, env, { log: () => {} })
 }
 
-let worker: TestWorker
-
-beforeEach(async () => {
-  worker = await startTestWorker({ strict: true }) // any rule the product breaks fails the test
+// Each test that takes `worker` gets its own, strict (any rule the product breaks fails the
+// test), closed and checked after the test.
+const test = base.extend<{ worker: TestWorker }>({
+  worker: async ({}, use) => {
+    const worker = await startTestWorker({ strict: true })
+    await use(worker)
+    await worker.close()
+  },
 })
 
-afterEach(async () => {
-  vi.useRealTimers()
-  await worker.close()
-})
-
-test('answers a propose, and aborts nothing', async () => {
+test('answers a propose, and aborts nothing', async ({ worker }) => {
   using product = startProduct(worker.env()) // closed at the end of the block
   await worker.waitForConnection()
   expect(await worker.propose('m1')).toEqual({ type: 'state', state: { position: 42 } })
@@ -27,26 +26,8 @@ test('answers a propose, and aborts nothing', async () => {
   expect(product.role).toBe('source')
 })
 
-test('comes back after the worker closes its connection with 1011', async () => {
-  using product = startProduct(worker.env())
-  await worker.waitForConnection()
-  worker.reset() // forget the first connection's records
-  await worker.closeConnection(1011, 'worker error')
-  await worker.waitForConnection() // the product reconnected by itself
-  expect(await worker.propose('m2')).toEqual({ type: 'state', state: { position: 42 } })
-})
-
-test('finds a hung worker by its heartbeat, and reconnects', async () => {
-  using product = startProduct(worker.env())
-  await worker.waitForConnection()
-  worker.freeze() // reads nothing, answers no ping
-  await worker.waitForClose({ code: 4409 }) // the new connection replaced the frozen one
-  await worker.waitForConnection()
-  expect(await worker.propose('m3')).toEqual({ type: 'state', state: { position: 42 } })
-  expect(product.role).toBe('source')
-})
-
-test("the kit's timeouts keep real time under fake timers", async () => {
+test("the kit's timeouts keep real time under fake timers", async ({ worker }) => {
   vi.useFakeTimers()
+  onTestFinished(() => vi.useRealTimers())
   await expect(worker.waitForFrame('state', { timeoutMs: 200 })).rejects.toThrow("no 'state' frame within 200 ms")
 })

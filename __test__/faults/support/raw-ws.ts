@@ -4,7 +4,7 @@
 // included), so a test can see precisely what the client answered.
 import { createHash } from 'node:crypto'
 import { createServer, type Server, type Socket } from 'node:net'
-import type { AddressInfo } from 'node:net'
+import { LoopbackServer } from './loopback.js'
 import { Waiter } from './wait.js'
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
@@ -240,13 +240,12 @@ export class RawConn {
 }
 
 /** A raw TCP server on 127.0.0.1; `onConnection` scripts each accepted connection. */
-export class RawServer {
-  readonly server: Server
+export class RawServer extends LoopbackServer {
   readonly conns: RawConn[] = []
   readonly waiter = new Waiter()
 
   private constructor(server: Server) {
-    this.server = server
+    super(server)
   }
 
   static async start(onConnection: (conn: RawConn, index: number) => void | Promise<void>, port = 0): Promise<RawServer> {
@@ -266,14 +265,6 @@ export class RawServer {
     })
     self = new RawServer(server)
     return self
-  }
-
-  get port(): number {
-    return (this.server.address() as AddressInfo).port
-  }
-
-  url(path = '/instances/job/main'): string {
-    return `ws://127.0.0.1:${this.port}${path}`
   }
 
   /** Resolves once the client has sent its full upgrade request on `conn`. */

@@ -4,10 +4,9 @@
 // load balancer that lost its state leaves it. New connections during a stall are accepted and
 // swallowed the same way. `resume()` forwards again for connections made from then on.
 import { createServer, connect, type Server, type Socket } from 'node:net'
-import type { AddressInfo } from 'node:net'
+import { LoopbackServer } from './loopback.js'
 
-export class Relay {
-  readonly server: Server
+export class Relay extends LoopbackServer {
   stalled = false
   /** Connections accepted, and the ones accepted while stalled. */
   accepted = 0
@@ -17,7 +16,7 @@ export class Relay {
   private readonly kills = new Set<() => void>()
 
   private constructor(server: Server) {
-    this.server = server
+    super(server)
   }
 
   static async start(targetPort: number): Promise<Relay> {
@@ -26,14 +25,6 @@ export class Relay {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
     relay = new Relay(server)
     return relay
-  }
-
-  get port(): number {
-    return (this.server.address() as AddressInfo).port
-  }
-
-  url(path = '/instances/job/main'): string {
-    return `ws://127.0.0.1:${this.port}${path}`
   }
 
   stall(): void {

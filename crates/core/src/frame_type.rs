@@ -6,9 +6,11 @@ use std::fmt;
 
 /// One line per frame type: the enum, [`FrameType::ALL`], [`FrameType::as_str`] and
 /// [`FrameType::parse`] all come from it, so a type added here is known everywhere at once. A
-/// worker frame that leads to a call on the product's handlers object names its handler after
-/// `=>`: [`HandlerKind`], its name there and the frame it answers come from the same line, and
-/// [`with_handlers!`](crate::with_handlers) hands the list to a binding's own enum.
+/// frame the worker sends says, after `to`, which participant of a migration it goes to and, in
+/// braces, its fields (read and written as [`WorkerFields`](crate::frames::WorkerFields) names
+/// them), then, after `=>`, the handler it leads to on the product's handlers object:
+/// [`WorkerFrame`], [`HandlerKind`], its name there and the frame it answers come from the same
+/// line, and [`with_handlers!`](crate::with_handlers) hands the list to a binding's own enum.
 macro_rules! frame_types {
     // The crate's own table, which also gives the bindings `with_handlers!`; a test's table
     // declares its types alone.
@@ -16,7 +18,8 @@ macro_rules! frame_types {
         frame_types! { $($table)+ }
         frame_types! { @with_handlers $($table)+ }
     };
-    (@with_handlers $($(#[$doc:meta])* $variant:ident = $wire:literal $(=> $handler:ident = $name:tt)?,)+) => {
+    (@with_handlers $($(#[$doc:meta])* $variant:ident = $wire:literal
+        $(to $to:ident { $($field:ident),+ } => $handler:ident = $name:tt)?,)+) => {
         /// Calls `$callback! { Variant = "onName", … }` with every handler, for a binding that
         /// must declare its own enum of them (napi's `string_enum` wants literal names).
         #[macro_export]
@@ -34,7 +37,84 @@ macro_rules! frame_types {
             };
         }
     };
-    ($($(#[$doc:meta])* $variant:ident = $wire:literal $(=> $handler:ident = $name:tt)?,)+) => {
+    (@worker_frames $($variant:ident to $to:ident { $($field:ident),+ } => $handler:ident,)+) => {
+        /// What the worker sends a job, each frame with the fields its line in the table names.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum WorkerFrame {
+            $($variant { $($field: $crate::frames::worker_field_type!($field),)+ },)+
+        }
+
+        impl WorkerFrame {
+            pub fn frame_type(&self) -> FrameType {
+                match self {
+                    $(WorkerFrame::$variant { .. } => FrameType::$variant,)+
+                }
+            }
+
+            pub fn type_name(&self) -> &'static str {
+                self.frame_type().as_str()
+            }
+
+            /// Which participant of its migration the frame goes to.
+            pub fn addressee(&self) -> $crate::frame_type::Addressee {
+                match self {
+                    $(WorkerFrame::$variant { .. } => $crate::frame_type::Addressee::$to,)+
+                }
+            }
+
+            /// The handler the frame leads the job's transport to call.
+            pub fn handler(&self) -> HandlerKind {
+                match self {
+                    $(WorkerFrame::$variant { .. } => HandlerKind::$handler,)+
+                }
+            }
+
+            /// Hands each field, in the table's order, to the method of `visit` named after it.
+            pub fn visit<'a>(&'a self, visit: &mut impl $crate::frames::VisitFields<'a>) {
+                match self {
+                    $(WorkerFrame::$variant { $($field),+ } => { $(visit.$field($field);)+ })+
+                }
+            }
+
+            /// The frame of type `type_name` with its fields from `fields`; `None` for a type
+            /// the worker does not send.
+            pub fn read<F: $crate::frames::WorkerFields>(
+                type_name: &str,
+                fields: &F,
+            ) -> Result<Option<WorkerFrame>, F::Error> {
+                Ok(Some(match FrameType::parse(type_name) {
+                    $(Some(FrameType::$variant) => WorkerFrame::$variant {
+                        $($field: fields.$field()?,)+
+                    },)+
+                    _ => return Ok(None),
+                }))
+            }
+
+            /// The migration the frame names: a hello-ack's target migration, every other
+            /// frame's `migrationId`.
+            pub fn migration_id(&self) -> Option<&str> {
+                let mut found = $crate::frames::MigrationIdOf(None);
+                self.visit(&mut found);
+                found.0
+            }
+
+            /// The frame's `payload` (JSON text), if its type has one.
+            pub fn payload(&self) -> Option<&str> {
+                let mut found = $crate::frames::PayloadOf(None);
+                self.visit(&mut found);
+                found.0
+            }
+
+            /// The frame as it goes on the wire. `payload` must already be JSON text.
+            pub fn to_text(&self) -> String {
+                let mut writer = $crate::frames::FrameWriter::new(self.type_name());
+                self.visit(&mut writer);
+                writer.finish()
+            }
+        }
+    };
+    ($($(#[$doc:meta])* $variant:ident = $wire:literal
+        $(to $to:ident { $($field:ident),+ } => $handler:ident = $name:tt)?,)+) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum FrameType {
             $($(#[$doc])* $variant,)+
@@ -57,6 +137,10 @@ macro_rules! frame_types {
                     _ => None,
                 }
             }
+        }
+
+        frame_types! {
+            @worker_frames $($($variant to $to { $($field),+ } => $handler,)?)+
         }
 
         /// A handler on the product's handlers object, which a worker frame leads the
@@ -91,8 +175,20 @@ macro_rules! frame_types {
                 }
             }
         }
-
     };
+}
+
+/// Which participant of a migration a worker frame goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addressee {
+    /// The one the sender picks: a hello-ack answers its hello, a get-state chooses the source.
+    Named,
+    /// The migration's source (the instance its get-state went to).
+    Source,
+    /// The migration's target (the instance launched for it).
+    Target,
+    /// Both.
+    Both,
 }
 
 frame_types! {
@@ -111,17 +207,20 @@ frame_types! {
     TargetApplied = "target-applied",
     /// Worker → job: the hello was accepted; a target learns its migration. D1: `onConnected`
     /// after every one.
-    HelloAck = "hello-ack" => Connected = "onConnected",
+    HelloAck = "hello-ack" to Named { migration } => Connected = "onConnected",
     /// Worker → job: the propose, asking the source for its state.
-    GetState = "get-state" => GetState = "onGetState",
+    GetState = "get-state" to Named { migration_id } => GetState = "onGetState",
     /// Worker → job: the source's state, for the target.
-    InitialState = "initial-state" => InitialState = "onInitialState",
+    InitialState = "initial-state" to Target { migration_id, payload }
+        => InitialState = "onInitialState",
     /// Worker → job: the target is ready; the source may stop its output.
-    CutoverReady = "cutover-ready" => CutoverReady = "onCutoverReady",
+    CutoverReady = "cutover-ready" to Source { migration_id, payload }
+        => CutoverReady = "onCutoverReady",
     /// Worker → job: the target takes over.
-    CutoverApply = "cutover-apply" => CutoverApply = "onCutoverApply",
+    CutoverApply = "cutover-apply" to Target { migration_id, payload }
+        => CutoverApply = "onCutoverApply",
     /// Either way: the handover is off.
-    Abort = "abort" => Abort = "onAbort",
+    Abort = "abort" to Both { migration_id, reason } => Abort = "onAbort",
 }
 
 impl fmt::Display for FrameType {
@@ -133,6 +232,7 @@ impl fmt::Display for FrameType {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frames::FrameError;
 
     /// The wire's spellings, as the protocol schema writes them: a renamed variant or a typo in
     /// the table fails here, not at a worker.
@@ -186,30 +286,54 @@ mod tests {
         }
     }
 
-    /// Adding a frame is one line in the table: a test-only `cutover-pause` calling
-    /// `onCutoverPause` is parsed, named and routed to its handler with nothing else written.
+    /// Adding a worker frame is one line in the table: a test-only `cutover-pause` for the
+    /// target, with a migration and a payload and calling `onCutoverPause`, is parsed from the
+    /// wire, checked, written back, addressed and routed to its handler with nothing else written.
     #[test]
     fn a_frame_added_to_the_table_is_known_everywhere() {
         mod with_a_pause {
             frame_types! {
                 Hello = "hello",
-                HelloAck = "hello-ack" => Connected = "onConnected",
-                CutoverPause = "cutover-pause" => CutoverPause = "onCutoverPause",
+                HelloAck = "hello-ack" to Named { migration } => Connected = "onConnected",
+                CutoverPause = "cutover-pause" to Target { migration_id, payload }
+                    => CutoverPause = "onCutoverPause",
             }
         }
-        use with_a_pause::{FrameType, HandlerKind};
-        let pause = FrameType::parse("cutover-pause");
-        assert_eq!(pause.map(FrameType::as_str), Some("cutover-pause"));
-        assert_eq!(FrameType::ALL.len(), 3);
+        use with_a_pause::{FrameType, HandlerKind, WorkerFrame};
+        let parse = |text| crate::frames::parse_frame(text, WorkerFrame::read);
+
+        let text = r#"{"type":"cutover-pause","migrationId":"m","payload":{"at":1}}"#;
+        let pause = parse(text);
+        let want = WorkerFrame::CutoverPause {
+            migration_id: "m".to_owned(),
+            payload: r#"{"at":1}"#.to_owned(),
+        };
+        assert_eq!(pause.as_ref(), Ok(&want));
+        assert_eq!(want.to_text(), text);
+        assert_eq!(want.type_name(), "cutover-pause");
+        assert_eq!(want.migration_id(), Some("m"));
+        assert_eq!(want.payload(), Some(r#"{"at":1}"#));
+        assert_eq!(want.addressee(), Addressee::Target);
+        assert_eq!(want.handler(), HandlerKind::CutoverPause);
+        assert_eq!(HandlerKind::CutoverPause.name(), "onCutoverPause");
         assert_eq!(
             HandlerKind::parse("onCutoverPause").map(HandlerKind::frame_type),
-            pause
+            Some(FrameType::CutoverPause)
         );
         assert_eq!(
             HandlerKind::ALL,
             [HandlerKind::Connected, HandlerKind::CutoverPause]
         );
-        assert_eq!(HandlerKind::CutoverPause.name(), "onCutoverPause");
+        assert_eq!(FrameType::ALL.len(), 3);
+
+        // Its fields are checked as every frame's are.
+        let missing = parse(r#"{"type":"cutover-pause","migrationId":"m"}"#);
+        assert_eq!(missing, Err(FrameError::Missing("payload")));
+        let not_finite = parse(r#"{"type":"cutover-pause","migrationId":"m","payload":1e999}"#);
+        assert_eq!(not_finite, Err(FrameError::PayloadNotFinite));
+        // A frame the worker does not send is no worker frame.
+        let hello = parse(r#"{"type":"hello","token":"t"}"#);
+        assert_eq!(hello, Err(FrameError::UnknownType("\"hello\"".to_owned())));
     }
 
     #[test]

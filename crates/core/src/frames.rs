@@ -1,5 +1,6 @@
 //! The job socket's frames, both directions, defined once: how each is parsed and how each is
-//! written. Parsing follows the protocol schema the worker and the JavaScript client share: a
+//! written. A worker frame is declared by its line in the table ([`crate::frame_type`]), which
+//! names its fields; here is how each field is read and written, once for every frame. Parsing follows the protocol schema the worker and the JavaScript client share: a
 //! frame is a JSON object with a known `type`, its declared fields are checked, unknown keys are
 //! ignored, and a `payload` must be present and be JSON with finite numbers. Payloads stay as raw
 //! JSON text so they cross into JavaScript as a string for `JSON.parse`, never as a tree.
@@ -14,99 +15,78 @@ use std::borrow::Cow;
 /// The size cap on every frame, in UTF-8 bytes, both directions.
 pub const MAX_FRAME_BYTES: usize = 64 * 1024;
 
-/// What the worker sends a job.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WorkerFrame {
-    HelloAck {
-        migration: Option<String>,
-    },
-    GetState {
-        migration_id: String,
-    },
-    InitialState {
-        migration_id: String,
-        payload: String,
-    },
-    CutoverReady {
-        migration_id: String,
-        payload: String,
-    },
-    CutoverApply {
-        migration_id: String,
-        payload: String,
-    },
-    Abort {
-        migration_id: String,
-        reason: String,
-    },
+pub use crate::frame_type::WorkerFrame;
+
+/// The type of a worker frame's field, by the name its line in the table gives it: a hello-ack's
+/// target `migration` may be absent; every other field is text (a `payload` JSON text).
+macro_rules! worker_field_type {
+    (migration) => {
+        Option<String>
+    };
+    ($field:ident) => {
+        String
+    };
+}
+pub(crate) use worker_field_type;
+
+/// Where a worker frame's fields come from, a method per field the table names: a frame's JSON
+/// when one is parsed, a caller's arguments when the simulator builds one.
+pub trait WorkerFields {
+    type Error;
+    /// A hello-ack's `migration`: a target's `{ id, side: "target" }`, absent for a source.
+    fn migration(&self) -> Result<Option<String>, Self::Error>;
+    fn migration_id(&self) -> Result<String, Self::Error>;
+    /// JSON text with finite numbers.
+    fn payload(&self) -> Result<String, Self::Error>;
+    fn reason(&self) -> Result<String, Self::Error>;
 }
 
-impl WorkerFrame {
-    pub fn frame_type(&self) -> FrameType {
-        match self {
-            WorkerFrame::HelloAck { .. } => FrameType::HelloAck,
-            WorkerFrame::GetState { .. } => FrameType::GetState,
-            WorkerFrame::InitialState { .. } => FrameType::InitialState,
-            WorkerFrame::CutoverReady { .. } => FrameType::CutoverReady,
-            WorkerFrame::CutoverApply { .. } => FrameType::CutoverApply,
-            WorkerFrame::Abort { .. } => FrameType::Abort,
+/// What is done with a worker frame's fields ([`WorkerFrame::visit`]), a method per field the
+/// table names; a visitor leaves alone the fields it does not want.
+pub trait VisitFields<'a> {
+    fn migration(&mut self, _migration: &'a Option<String>) {}
+    fn migration_id(&mut self, _migration_id: &'a str) {}
+    fn payload(&mut self, _payload: &'a str) {}
+    fn reason(&mut self, _reason: &'a str) {}
+}
+
+/// Finds the migration a frame names (for [`WorkerFrame::migration_id`]).
+pub(crate) struct MigrationIdOf<'a>(pub(crate) Option<&'a str>);
+
+impl<'a> VisitFields<'a> for MigrationIdOf<'a> {
+    fn migration(&mut self, migration: &'a Option<String>) {
+        self.0 = migration.as_deref();
+    }
+    fn migration_id(&mut self, migration_id: &'a str) {
+        self.0 = Some(migration_id);
+    }
+}
+
+/// Finds a frame's payload (for [`WorkerFrame::payload`]).
+pub(crate) struct PayloadOf<'a>(pub(crate) Option<&'a str>);
+
+impl<'a> VisitFields<'a> for PayloadOf<'a> {
+    fn payload(&mut self, payload: &'a str) {
+        self.0 = Some(payload);
+    }
+}
+
+/// Writes a worker frame's fields (for [`WorkerFrame::to_text`]).
+impl VisitFields<'_> for FrameWriter {
+    fn migration(&mut self, migration: &Option<String>) {
+        if let Some(id) = migration {
+            let target = format!("{{\"id\":{},\"side\":\"target\"}}", json_string(id));
+            self.raw_field("migration", &target);
         }
     }
-
-    pub fn type_name(&self) -> &'static str {
-        self.frame_type().as_str()
+    fn migration_id(&mut self, migration_id: &str) {
+        self.str_field("migrationId", migration_id);
     }
-
-    /// The migration the frame names: a hello-ack's target migration, every other frame's
-    /// `migrationId`.
-    pub fn migration_id(&self) -> Option<&str> {
-        match self {
-            WorkerFrame::HelloAck { migration } => migration.as_deref(),
-            WorkerFrame::GetState { migration_id }
-            | WorkerFrame::InitialState { migration_id, .. }
-            | WorkerFrame::CutoverReady { migration_id, .. }
-            | WorkerFrame::CutoverApply { migration_id, .. }
-            | WorkerFrame::Abort { migration_id, .. } => Some(migration_id),
-        }
+    fn payload(&mut self, payload: &str) {
+        self.raw_field("payload", payload);
     }
-
-    /// The frame as it goes on the wire. `payload` must already be JSON text.
-    pub fn to_text(&self) -> String {
-        let mut w = FrameWriter::new(self.type_name());
-        match self {
-            WorkerFrame::HelloAck { migration } => {
-                if let Some(id) = migration {
-                    w.raw_field(
-                        "migration",
-                        &format!("{{\"id\":{},\"side\":\"target\"}}", json_string(id)),
-                    );
-                }
-            }
-            WorkerFrame::GetState { migration_id } => w.str_field("migrationId", migration_id),
-            WorkerFrame::InitialState {
-                migration_id,
-                payload,
-            }
-            | WorkerFrame::CutoverReady {
-                migration_id,
-                payload,
-            }
-            | WorkerFrame::CutoverApply {
-                migration_id,
-                payload,
-            } => {
-                w.str_field("migrationId", migration_id);
-                w.raw_field("payload", payload);
-            }
-            WorkerFrame::Abort {
-                migration_id,
-                reason,
-            } => {
-                w.str_field("migrationId", migration_id);
-                w.str_field("reason", reason);
-            }
-        }
-        w.finish()
+    fn reason(&mut self, reason: &str) {
+        self.str_field("reason", reason);
     }
 }
 
@@ -195,10 +175,10 @@ impl JobFrame {
     }
 }
 
-struct FrameWriter(String);
+pub(crate) struct FrameWriter(String);
 
 impl FrameWriter {
-    fn new(type_name: &str) -> Self {
+    pub(crate) fn new(type_name: &str) -> Self {
         FrameWriter(format!("{{\"type\":\"{type_name}\""))
     }
     fn str_field(&mut self, key: &str, value: &str) {
@@ -210,7 +190,7 @@ impl FrameWriter {
         self.0.push_str("\":");
         self.0.push_str(json);
     }
-    fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         self.0.push('}');
         self.0
     }
@@ -237,74 +217,53 @@ fn js_number(n: f64) -> String {
 
 /// Parses a frame from the worker. The error is a sentence for a log line.
 pub fn parse_worker_frame(text: &str) -> Result<WorkerFrame, FrameError> {
-    let fields = Fields::parse(text)?;
-    let type_name = fields.type_name()?;
-    let frame = match FrameType::parse(&type_name) {
-        Some(FrameType::HelloAck) => WorkerFrame::HelloAck {
-            migration: match fields.get("migration") {
-                None => None,
-                Some(raw) => Some(parse_migration(raw)?),
-            },
-        },
-        Some(FrameType::GetState) => WorkerFrame::GetState {
-            migration_id: fields.string("migrationId")?,
-        },
-        Some(FrameType::InitialState) => WorkerFrame::InitialState {
-            migration_id: fields.string("migrationId")?,
-            payload: fields.payload()?,
-        },
-        Some(FrameType::CutoverReady) => WorkerFrame::CutoverReady {
-            migration_id: fields.string("migrationId")?,
-            payload: fields.payload()?,
-        },
-        Some(FrameType::CutoverApply) => WorkerFrame::CutoverApply {
-            migration_id: fields.string("migrationId")?,
-            payload: fields.payload()?,
-        },
-        Some(FrameType::Abort) => WorkerFrame::Abort {
-            migration_id: fields.string("migrationId")?,
-            reason: fields.string("reason")?,
-        },
-        _ => return Err(FrameError::UnknownType(json_string(&type_name))),
-    };
-    Ok(frame)
+    parse_frame(text, WorkerFrame::read)
 }
 
 /// Parses a frame from a job (what the worker, and so the simulator, accepts).
 pub fn parse_job_frame(text: &str) -> Result<JobFrame, FrameError> {
+    parse_frame(text, |type_name, fields| {
+        Ok(Some(match FrameType::parse(type_name) {
+            Some(FrameType::Hello) => JobFrame::Hello {
+                token: fields.string("token")?,
+            },
+            Some(FrameType::State) => JobFrame::State {
+                payload: fields.payload()?,
+            },
+            Some(FrameType::StateRefused) => JobFrame::StateRefused {
+                reason: fields.reason()?,
+            },
+            Some(FrameType::TargetReady) => JobFrame::TargetReady {
+                payload: fields.payload()?,
+            },
+            Some(FrameType::SourceStoppedOutput) => JobFrame::SourceStoppedOutput {
+                payload: fields.payload()?,
+            },
+            Some(FrameType::TargetApplied) => JobFrame::TargetApplied(AppliedSummary {
+                applied: fields.optional("applied", |raw| {
+                    serde_json::from_str::<Vec<String>>(raw).map_err(|_| FrameError::Applied)
+                })?,
+                failed: fields.optional("failed", parse_failed)?,
+                skew_ms: fields.optional("skewMs", |raw| {
+                    serde_json::from_str::<f64>(raw).map_err(|_| FrameError::SkewMs)
+                })?,
+            }),
+            Some(FrameType::Abort) => JobFrame::Abort {
+                reason: fields.reason()?,
+            },
+            _ => return Ok(None),
+        }))
+    })
+}
+
+/// Parses a frame whose type `read` knows (`Ok(None)`: a type of the other direction, or none).
+pub(crate) fn parse_frame<'a, T>(
+    text: &'a str,
+    read: impl FnOnce(&str, &Fields<'a>) -> Result<Option<T>, FrameError>,
+) -> Result<T, FrameError> {
     let fields = Fields::parse(text)?;
     let type_name = fields.type_name()?;
-    let frame = match FrameType::parse(&type_name) {
-        Some(FrameType::Hello) => JobFrame::Hello {
-            token: fields.string("token")?,
-        },
-        Some(FrameType::State) => JobFrame::State {
-            payload: fields.payload()?,
-        },
-        Some(FrameType::StateRefused) => JobFrame::StateRefused {
-            reason: fields.string("reason")?,
-        },
-        Some(FrameType::TargetReady) => JobFrame::TargetReady {
-            payload: fields.payload()?,
-        },
-        Some(FrameType::SourceStoppedOutput) => JobFrame::SourceStoppedOutput {
-            payload: fields.payload()?,
-        },
-        Some(FrameType::TargetApplied) => JobFrame::TargetApplied(AppliedSummary {
-            applied: fields.optional("applied", |raw| {
-                serde_json::from_str::<Vec<String>>(raw).map_err(|_| FrameError::Applied)
-            })?,
-            failed: fields.optional("failed", parse_failed)?,
-            skew_ms: fields.optional("skewMs", |raw| {
-                serde_json::from_str::<f64>(raw).map_err(|_| FrameError::SkewMs)
-            })?,
-        }),
-        Some(FrameType::Abort) => JobFrame::Abort {
-            reason: fields.string("reason")?,
-        },
-        _ => return Err(FrameError::UnknownType(json_string(&type_name))),
-    };
-    Ok(frame)
+    read(&type_name, &fields)?.ok_or_else(|| FrameError::UnknownType(json_string(&type_name)))
 }
 
 fn parse_migration(raw: &str) -> Result<String, FrameError> {
@@ -352,7 +311,7 @@ struct Raw<'a> {
 /// A frame's top-level keys with their raw values, read in one pass over the frame that also
 /// checks its syntax (see [`json`]). A key given twice keeps its last value, as `JSON.parse`
 /// does.
-struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     entries: Vec<(Cow<'a, str>, Raw<'a>)>,
 }
 
@@ -441,6 +400,27 @@ impl<'a> Fields<'a> {
         }
     }
 
+    fn optional<T>(
+        &self,
+        key: &str,
+        parse: impl FnOnce(&'a str) -> Result<T, FrameError>,
+    ) -> Result<Option<T>, FrameError> {
+        self.get(key).map(parse).transpose()
+    }
+}
+
+/// A worker frame's fields as the schema reads them from its JSON.
+impl WorkerFields for Fields<'_> {
+    type Error = FrameError;
+
+    fn migration(&self) -> Result<Option<String>, FrameError> {
+        self.optional("migration", parse_migration)
+    }
+
+    fn migration_id(&self) -> Result<String, FrameError> {
+        self.string("migrationId")
+    }
+
     fn payload(&self) -> Result<String, FrameError> {
         let raw = self.raw("payload").ok_or(FrameError::Missing("payload"))?;
         // `parse` has checked its syntax and its numbers already, with the rest of the frame.
@@ -450,12 +430,8 @@ impl<'a> Fields<'a> {
         Ok(raw.text.to_owned())
     }
 
-    fn optional<T>(
-        &self,
-        key: &str,
-        parse: impl FnOnce(&'a str) -> Result<T, FrameError>,
-    ) -> Result<Option<T>, FrameError> {
-        self.get(key).map(parse).transpose()
+    fn reason(&self) -> Result<String, FrameError> {
+        self.string("reason")
     }
 }
 

@@ -7,8 +7,7 @@ use crate::instances::InstanceKey;
 use crate::simulator::{InstanceEnv, Simulator};
 use crate::worker::{Delivery, RawFrame, DEFAULT_HELLO_TIMEOUT};
 use ctl_migration_core::close_code;
-use ctl_migration_core::frames::WorkerFrame;
-use ctl_migration_core::FrameType;
+use ctl_migration_core::frames::{WorkerFields, WorkerFrame};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
@@ -347,37 +346,56 @@ fn js_error(error: impl fmt::Display) -> Error {
     Error::from_reason(error.to_string())
 }
 
+/// The frame of type `frame_type` for `migration_id`, from the caller's parts: `body` is its
+/// payload (JSON text) or its reason, whichever its type has.
 fn worker_frame(
     frame_type: &str,
     migration_id: String,
     body: Option<String>,
 ) -> std::result::Result<WorkerFrame, FrameError> {
-    let body = |what: &'static str| {
-        body.clone().ok_or_else(|| FrameError::Missing {
-            frame_type: frame_type.to_owned(),
+    let parts = CallerParts {
+        frame_type,
+        migration_id,
+        body,
+    };
+    WorkerFrame::read(frame_type, &parts)?.ok_or_else(|| FrameError::NotSent(frame_type.to_owned()))
+}
+
+/// A worker frame's fields as the caller gives them.
+struct CallerParts<'a> {
+    frame_type: &'a str,
+    migration_id: String,
+    body: Option<String>,
+}
+
+impl CallerParts<'_> {
+    fn body(&self, what: &'static str) -> std::result::Result<String, FrameError> {
+        self.body.clone().ok_or_else(|| FrameError::Missing {
+            frame_type: self.frame_type.to_owned(),
             what,
         })
-    };
-    Ok(match FrameType::parse(frame_type) {
-        Some(FrameType::GetState) => WorkerFrame::GetState { migration_id },
-        Some(FrameType::InitialState) => WorkerFrame::InitialState {
-            payload: body("a payload")?,
-            migration_id,
-        },
-        Some(FrameType::CutoverReady) => WorkerFrame::CutoverReady {
-            payload: body("a payload")?,
-            migration_id,
-        },
-        Some(FrameType::CutoverApply) => WorkerFrame::CutoverApply {
-            payload: body("a payload")?,
-            migration_id,
-        },
-        Some(FrameType::Abort) => WorkerFrame::Abort {
-            reason: body("a reason")?,
-            migration_id,
-        },
-        _ => return Err(FrameError::NotSent(frame_type.to_owned())),
-    })
+    }
+}
+
+impl WorkerFields for CallerParts<'_> {
+    type Error = FrameError;
+
+    /// A hello-ack, the one frame with a `migration`, is the worker's own to send.
+    fn migration(&self) -> std::result::Result<Option<String>, FrameError> {
+        Err(FrameError::NotSent(self.frame_type.to_owned()))
+    }
+
+    fn migration_id(&self) -> std::result::Result<String, FrameError> {
+        Ok(self.migration_id.clone())
+    }
+
+    fn payload(&self) -> std::result::Result<String, FrameError> {
+        self.body("a payload")
+    }
+
+    fn reason(&self) -> std::result::Result<String, FrameError> {
+        self.body("a reason")
+    }
 }
 
 fn to_js_env(env: InstanceEnv) -> JsInstanceEnv {

@@ -6,6 +6,7 @@
 //! recipients. No connection state: which connection is current is the worker's
 //! ([`crate::worker`]).
 
+use ctl_migration_core::frame_type::Addressee;
 use ctl_migration_core::frames::WorkerFrame;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -157,30 +158,30 @@ impl Registry {
         participants.source = Some(instance);
     }
 
-    /// Who a frame for a migration goes to when the caller names no instance: `initial-state`
-    /// and `cutover-apply` to the target, `cutover-ready` to the source, `abort` to both.
+    /// Who a frame for a migration goes to when the caller names no instance: the participant
+    /// its line in the core's table addresses.
     pub fn recipients(&self, frame: &WorkerFrame) -> Result<Vec<InstanceKey>, InstanceError> {
         let type_name = frame.type_name();
         let migration_id = frame.migration_id().unwrap_or_default();
         let participants = self.migrations.get(migration_id);
         let source = participants.and_then(|p| p.source.clone());
         let target = participants.and_then(|p| p.target.clone());
-        let (found, missing): (Vec<_>, _) = match frame {
-            WorkerFrame::HelloAck { .. } | WorkerFrame::GetState { .. } => {
+        let (found, missing): (Vec<_>, _) = match frame.addressee() {
+            Addressee::Named => {
                 return Err(InstanceError::NoneNamed {
                     type_name,
                     migration_id: migration_id.to_owned(),
                 })
             }
-            WorkerFrame::CutoverReady { .. } => (
+            Addressee::Source => (
                 source.into_iter().collect(),
                 "no source (no get-state was sent for it)",
             ),
-            WorkerFrame::InitialState { .. } | WorkerFrame::CutoverApply { .. } => (
+            Addressee::Target => (
                 target.into_iter().collect(),
                 "no target (none was launched for it)",
             ),
-            WorkerFrame::Abort { .. } => (
+            Addressee::Both => (
                 source.into_iter().chain(target).collect(),
                 "no participants (no get-state was sent and no target launched for it)",
             ),
@@ -263,165 +264,4 @@ pub fn parse_instance_path(path: &str) -> Option<InstanceKey> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(job_id: &str, role: &str) -> InstanceKey {
-        InstanceKey {
-            job_id: job_id.into(),
-            role: role.into(),
-        }
-    }
-
-    fn frame(type_name: &str, migration_id: &str) -> WorkerFrame {
-        let migration_id = migration_id.to_owned();
-        let payload = "null".to_owned();
-        match type_name {
-            "get-state" => WorkerFrame::GetState { migration_id },
-            "initial-state" => WorkerFrame::InitialState {
-                migration_id,
-                payload,
-            },
-            "cutover-ready" => WorkerFrame::CutoverReady {
-                migration_id,
-                payload,
-            },
-            "cutover-apply" => WorkerFrame::CutoverApply {
-                migration_id,
-                payload,
-            },
-            _ => WorkerFrame::Abort {
-                migration_id,
-                reason: "r".to_owned(),
-            },
-        }
-    }
-
-    #[test]
-    fn reads_instance_paths_as_the_schema_does() {
-        let cases = [
-            ("/instances/j/r", Some(key("j", "r"))),
-            ("/instances/j/r/", Some(key("j", "r"))),
-            ("/instances/j/r?x=1", Some(key("j", "r"))),
-            ("/instances/j/r#x", Some(key("j", "r"))),
-            ("/instances/a%2Fb/r%20s", Some(key("a/b", "r s"))),
-            ("/instances/%E2%9C%93/r", Some(key("✓", "r"))),
-            ("/instances/j", None),
-            ("/instances//r", None),
-            ("/instances/j/r/x", None),
-            ("/instance/j/r", None),
-            ("/instances/%ZZ/r", None),
-            ("/instances/%FF/r", None),
-            ("/instances/%E2%9C/r", None),
-            ("/instances/%4/r", None),
-            ("/", None),
-            ("", None),
-        ];
-        for (path, want) in cases {
-            assert_eq!(parse_instance_path(path), want, "{path}");
-        }
-    }
-
-    #[test]
-    fn encodes_as_encode_uri_component_does() {
-        assert_eq!(encode_uri_component("a b/c?✓"), "a%20b%2Fc%3F%E2%9C%93");
-        assert_eq!(encode_uri_component("A-z_0.!~*'()"), "A-z_0.!~*'()");
-        let odd = key("job/1 ✓", "role%x");
-        let url = odd.url(1234);
-        let path = url.strip_prefix("ws://127.0.0.1:1234").unwrap();
-        assert_eq!(parse_instance_path(path), Some(odd));
-    }
-
-    #[test]
-    fn an_instance_needs_both_names() {
-        assert!(key("j", "r").check().is_ok());
-        for (job_id, role) in [("", "r"), ("j", ""), ("", "")] {
-            assert_eq!(
-                key(job_id, role).check().map_err(|e| e.to_string()),
-                Err("an instance needs a non-empty jobId and role".to_owned())
-            );
-        }
-    }
-
-    #[test]
-    fn a_token_is_issued_once_per_instance() {
-        let mut registry = Registry::default();
-        let a = registry.issue(&key("j", "a"));
-        let b = registry.issue(&key("j", "b"));
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 32);
-        assert_eq!(registry.issue(&key("j", "a")), a);
-        assert_eq!(registry.launch_target(&key("j", "a"), target("m", None)), a);
-        assert!(registry.admits(&key("j", "a"), &a));
-        assert!(!registry.admits(&key("j", "a"), &b));
-        assert!(!registry.admits(&key("j", "c"), &a));
-        assert!(registry.knows(&key("j", "b")));
-        assert!(!registry.knows(&key("j", "c")));
-    }
-
-    fn target(migration_id: &str, initial_state: Option<&str>) -> Target {
-        Target {
-            migration_id: migration_id.to_owned(),
-            initial_state: initial_state.map(str::to_owned),
-        }
-    }
-
-    #[test]
-    fn a_target_is_one_until_its_migration_ends() {
-        let mut registry = Registry::default();
-        let t = key("j", "t");
-        registry.launch_target(&t, target("m", Some("{}")));
-        assert_eq!(registry.target_of(&t), Some(&target("m", Some("{}"))));
-        registry.end_target(&t);
-        assert_eq!(registry.target_of(&t), None);
-        registry.end_target(&key("j", "unknown"));
-    }
-
-    #[test]
-    fn a_frame_for_a_migration_finds_its_participants() {
-        let (s, t) = (key("j", "s"), key("j", "t"));
-        let mut registry = Registry::default();
-        registry.issue(&s);
-        registry.set_source("m", s.clone());
-        registry.launch_target(&t, target("m", None));
-        registry.launch_target(&key("j", "only-target"), target("n", None));
-        type Recipients = Result<Vec<InstanceKey>, &'static str>;
-        let cases: [(&str, &str, Recipients); 9] = [
-            ("cutover-ready", "m", Ok(vec![s.clone()])),
-            ("initial-state", "m", Ok(vec![t.clone()])),
-            ("cutover-apply", "m", Ok(vec![t.clone()])),
-            ("abort", "m", Ok(vec![s.clone(), t.clone()])),
-            ("abort", "n", Ok(vec![key("j", "only-target")])),
-            (
-                "get-state",
-                "m",
-                Err("get-state for m: name the instance to propose to"),
-            ),
-            (
-                "cutover-ready",
-                "n",
-                Err("cutover-ready for n: the migration has no source (no get-state was sent for it)"),
-            ),
-            (
-                "cutover-apply",
-                "x",
-                Err("cutover-apply for x: the migration has no target (none was launched for it)"),
-            ),
-            (
-                "abort",
-                "x",
-                Err("abort for x: the migration has no participants (no get-state was sent and no target launched for it)"),
-            ),
-        ];
-        for (type_name, migration_id, want) in cases {
-            let got = registry
-                .recipients(&frame(type_name, migration_id))
-                .map_err(|e| e.to_string());
-            assert_eq!(
-                got,
-                want.map_err(str::to_owned),
-                "{type_name} {migration_id}"
-            );
-        }
-    }
-}
+mod tests;

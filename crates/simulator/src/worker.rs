@@ -753,10 +753,7 @@ impl Worker {
 /// The worker's frames obey the same rules as the job's: JSON payloads, 64 KiB at most.
 fn check_outgoing(frame: &WorkerFrame) -> Result<(), WorkerError> {
     let type_name = frame.type_name();
-    if let WorkerFrame::InitialState { payload, .. }
-    | WorkerFrame::CutoverReady { payload, .. }
-    | WorkerFrame::CutoverApply { payload, .. } = frame
-    {
+    if let Some(payload) = frame.payload() {
         check_json(payload).map_err(|_| WorkerError::PayloadNotJson(type_name))?;
     }
     let bytes = frame.to_text().len();

@@ -1,43 +1,11 @@
 //! The core's actions as the glue takes them: one JSON array per event, each action an object
 //! with `kind` and camelCase fields (an absent option left out), the shape `lib/client.js` carries
 //! out and `lib/addon/binding.d.ts` types as `JsAction`. Written straight from the core's
-//! [`Action`]s into the module's output buffer, borrowing their text.
+//! [`Action`]s into the module's output buffer: a call and a note serialise as the core's own
+//! types do.
 
-use ctl_migration_core::protocol::{Action, Call, Note, ReportOutcome, Role};
+use ctl_migration_core::protocol::{Action, Call, Note};
 use serde::Serialize;
-
-/// What a `Connection` action tells, by its `event`, as `lib/addon/binding.d.ts` types
-/// `ConnectionNote`.
-#[derive(Serialize)]
-#[serde(
-    tag = "event",
-    rename_all = "lowercase",
-    rename_all_fields = "camelCase"
-)]
-pub enum ConnectionNote<'a> {
-    Connecting {
-        attempt: u32,
-    },
-    Connected {
-        attempt: u32,
-        role: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
-    },
-    Disconnected {
-        attempt: u32,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        code: Option<u16>,
-        reason: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        retry_in_ms: Option<f64>,
-    },
-    Closed {
-        attempt: u32,
-    },
-}
 
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all_fields = "camelCase")]
@@ -47,17 +15,7 @@ pub enum JsAction<'a> {
     },
     /// Call `handler` (its name on the handlers object, handed back to `settle`) with
     /// `payload` (JSON text, parsed), `reason` or `role`, whichever there is, then the migration.
-    Call {
-        handler: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        payload: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        role: Option<&'static str>,
-    },
+    Call(&'a Call),
     /// A report was over the frame cap; nothing was sent. The glue throws it as a RangeError.
     TooLarge {
         message: &'a str,
@@ -83,31 +41,16 @@ pub enum JsAction<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         delay_ms: Option<f64>,
     },
-    Connection {
-        note: ConnectionNote<'a>,
-    },
-    Frame {
-        direction: &'static str,
-        frame_type: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
-        bytes: usize,
-    },
-    Report {
-        report_type: &'static str,
-        outcome: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'static str>,
-    },
+    /// `Connection`, `Frame` or `Report`, each with its own `kind`.
+    #[serde(untagged)]
+    Note(&'a Note),
 }
 
 /// The action for the glue; none for what the module carries out itself.
 pub fn to_js(action: &Action) -> Option<JsAction<'_>> {
     Some(match action {
         Action::Log(line) => JsAction::Log { line },
-        Action::Call(call) => call_to_js(call),
+        Action::Call(call) => JsAction::Call(call),
         Action::Open => JsAction::Open,
         Action::Send(out) => JsAction::Send {
             text: &out.text,
@@ -119,79 +62,8 @@ pub fn to_js(action: &Action) -> Option<JsAction<'_>> {
         },
         // A WHATWG socket cannot ping; the core pings only with the heartbeat on.
         Action::Ping(_) => return None,
-        Action::Note(note) => note_to_js(note),
+        Action::Note(note) => JsAction::Note(note),
     })
-}
-
-fn call_to_js(call: &Call) -> JsAction<'_> {
-    JsAction::Call {
-        handler: call.handler.name(),
-        migration_id: call.migration_id.as_deref(),
-        payload: call.payload.as_deref(),
-        reason: call.reason.as_deref(),
-        role: call.role.map(Role::as_str),
-    }
-}
-
-fn note_to_js(note: &Note) -> JsAction<'_> {
-    match note {
-        Note::Connecting { attempt } => JsAction::Connection {
-            note: ConnectionNote::Connecting { attempt: *attempt },
-        },
-        Note::Connected {
-            attempt,
-            role,
-            migration_id,
-        } => JsAction::Connection {
-            note: ConnectionNote::Connected {
-                attempt: *attempt,
-                role: role.as_str(),
-                migration_id: migration_id.as_deref(),
-            },
-        },
-        Note::Disconnected {
-            attempt,
-            code,
-            reason,
-            retry_in_ms,
-            migration_id,
-        } => JsAction::Connection {
-            note: ConnectionNote::Disconnected {
-                attempt: *attempt,
-                migration_id: migration_id.as_deref(),
-                code: *code,
-                reason,
-                retry_in_ms: *retry_in_ms,
-            },
-        },
-        Note::Closed { attempt } => JsAction::Connection {
-            note: ConnectionNote::Closed { attempt: *attempt },
-        },
-        Note::Frame {
-            direction,
-            type_name,
-            migration_id,
-            bytes,
-        } => JsAction::Frame {
-            direction: direction.as_str(),
-            frame_type: type_name,
-            migration_id: migration_id.as_deref(),
-            bytes: *bytes,
-        },
-        Note::Report {
-            type_name,
-            outcome,
-            migration_id,
-        } => JsAction::Report {
-            report_type: type_name,
-            outcome: outcome.as_str(),
-            migration_id: migration_id.as_deref(),
-            reason: match outcome {
-                ReportOutcome::Dropped(reason) => Some(reason),
-                _ => None,
-            },
-        },
-    }
 }
 
 /// Appends `actions` to `out` as one JSON array.
@@ -203,33 +75,45 @@ pub fn write_json(out: &mut Vec<u8>, actions: &[JsAction<'_>]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctl_migration_core::protocol::{ConnectionNote, HandlerKind, ReportOutcome, Role};
 
     #[test]
     fn the_json_has_the_objects_shape() {
-        let actions = [
-            JsAction::Call {
-                handler: "onCutoverReady",
-                migration_id: Some("m\"1"),
-                payload: Some("{\"a\":[1]}"),
-                reason: None,
-                role: None,
-            },
-            JsAction::Call {
-                handler: "onConnected",
-                migration_id: None,
-                payload: None,
-                reason: None,
-                role: Some("source"),
-            },
-            JsAction::Connection {
+        let calls = [
+            Call::with_payload(
+                HandlerKind::CutoverReady,
+                "{\"a\":[1]}".into(),
+                "m\"1".into(),
+            ),
+            Call::connected(Role::Source, None),
+        ];
+        let notes = [
+            Note::Connection {
                 note: ConnectionNote::Disconnected {
                     attempt: 2,
-                    migration_id: None,
                     code: Some(1006),
-                    reason: "gone",
+                    reason: "gone".into(),
                     retry_in_ms: None,
+                    migration_id: None,
                 },
             },
+            Note::Report {
+                type_name: "target-ready",
+                outcome: ReportOutcome::Dropped { reason: "closed" },
+                migration_id: Some("m".into()),
+            },
+            Note::Report {
+                type_name: "state",
+                outcome: ReportOutcome::Sent,
+                migration_id: None,
+            },
+        ];
+        let actions = [
+            JsAction::Call(&calls[0]),
+            JsAction::Call(&calls[1]),
+            JsAction::Note(&notes[0]),
+            JsAction::Note(&notes[1]),
+            JsAction::Note(&notes[2]),
             JsAction::Open,
             JsAction::SetTimer { delay_ms: None },
             JsAction::SetTimer {
@@ -244,6 +128,8 @@ mod tests {
                 r#"[{"kind":"Call","handler":"onCutoverReady","migrationId":"m\"1","payload":"{\"a\":[1]}"},"#,
                 r#"{"kind":"Call","handler":"onConnected","role":"source"},"#,
                 r#"{"kind":"Connection","note":{"event":"disconnected","attempt":2,"code":1006,"reason":"gone"}},"#,
+                r#"{"kind":"Report","reportType":"target-ready","outcome":"dropped","reason":"closed","migrationId":"m"},"#,
+                r#"{"kind":"Report","reportType":"state","outcome":"sent"},"#,
                 r#"{"kind":"Open"},{"kind":"SetTimer"},{"kind":"SetTimer","delayMs":1.5}]"#
             ))
         );

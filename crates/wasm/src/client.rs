@@ -5,27 +5,10 @@ use crate::actions::{to_js, write_json, JsAction};
 use crate::wire::{Incoming, SendError, Wire};
 use ctl_migration_core::close_code;
 use ctl_migration_core::protocol::{
-    timer_delay_ms, Action, Config, HandlerKind, HandlerOutcome, Observed, Protocol, StateOutcome,
-    TooLarge,
+    timer_delay_ms, Action, Config, HandlerKind, HandlerOutcome, Observed, Options, Protocol,
+    StateOutcome, TooLarge,
 };
-use serde::Deserialize;
 use tungstenite::Message;
-
-/// What `connectMigration` was given, resolved to values by the glue (`ClientOptions`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Options {
-    pub url: String,
-    pub token: String,
-    pub name: String,
-    pub reconnect_min_ms: f64,
-    pub reconnect_max_ms: f64,
-    pub reconnect_jitter: f64,
-    /// 0 disables. Only with the module's own socket: a WHATWG socket cannot ping.
-    pub heartbeat_ms: f64,
-    /// 0 disables. Only with the module's own socket: a WHATWG socket connects as it will.
-    pub connect_timeout_ms: f64,
-}
 
 /// How a handler the glue called ended: the glue's `Settled`, by number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,29 +117,18 @@ impl Client {
     /// stream the glue connects (the heartbeat, the connect timeout and D13's confirmation by
     /// ping, as natively).
     pub fn new(options: Options, seed: u64, now: f64, own_socket: bool, pings: bool) -> Client {
-        let (heartbeat_ms, connect_timeout_ms) = if own_socket {
-            (options.heartbeat_ms, options.connect_timeout_ms)
-        } else {
-            (0.0, 0.0)
-        };
         let own = own_socket.then(|| OwnSocket {
             url: options.url.clone(),
             wire: None,
             written: Vec::new(),
             end_stream: false,
         });
-        let mut core = Protocol::new(Config {
-            url: options.url,
-            token: options.token,
-            name: options.name,
-            reconnect_min_ms: options.reconnect_min_ms,
-            reconnect_max_ms: options.reconnect_max_ms,
-            reconnect_jitter: options.reconnect_jitter,
+        let mut core = Protocol::new(Config::for_transport(
+            options,
             seed,
-            heartbeat_ms,
-            connect_timeout_ms,
-            confirm_by_ping: own_socket || pings,
-        });
+            own_socket,
+            own_socket || pings,
+        ));
         if own_socket {
             // node:net cannot let a pong wait in the socket (no SO_RCVLOWAT): a burst's reports
             // share their pings rather than wake the product's thread for a pong each.

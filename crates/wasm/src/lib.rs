@@ -16,9 +16,9 @@ mod client;
 mod entropy;
 mod wire;
 
-use client::{Client, Ending, Options};
+use client::{Client, Ending};
 use ctl_migration_core::frames::AppliedSummary;
-use ctl_migration_core::protocol::{HandlerKind, Protocol, Role};
+use ctl_migration_core::protocol::{HandlerKind, Options, Protocol, Role};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -226,36 +226,24 @@ pub extern "C" fn ctl_close(handle: u32) -> u32 {
 
 // ── the product's calls; the payload's JSON or the reason in the input ──────
 
-#[no_mangle]
-pub extern "C" fn ctl_report_state(handle: u32, len: u32) -> u32 {
-    event(handle, |client, input, out| {
-        let payload = text(input, 0, len).into_owned();
-        client.report(out, |core| core.report_state(payload))
-    })
+/// The product's reports of its text (a payload's JSON or a reason), which is in the input.
+macro_rules! text_reports {
+    ($($export:ident => $report:ident,)+) => {$(
+        #[no_mangle]
+        pub extern "C" fn $export(handle: u32, len: u32) -> u32 {
+            event(handle, |client, input, out| {
+                let text = text(input, 0, len).into_owned();
+                client.report(out, |core| core.$report(text))
+            })
+        }
+    )+};
 }
 
-#[no_mangle]
-pub extern "C" fn ctl_refuse_state(handle: u32, len: u32) -> u32 {
-    event(handle, |client, input, out| {
-        let reason = text(input, 0, len).into_owned();
-        client.report(out, |core| core.refuse_state(reason))
-    })
-}
-
-#[no_mangle]
-pub extern "C" fn ctl_report_ready(handle: u32, len: u32) -> u32 {
-    event(handle, |client, input, out| {
-        let payload = text(input, 0, len).into_owned();
-        client.report(out, |core| core.report_ready(payload))
-    })
-}
-
-#[no_mangle]
-pub extern "C" fn ctl_report_stopped_output(handle: u32, len: u32) -> u32 {
-    event(handle, |client, input, out| {
-        let payload = text(input, 0, len).into_owned();
-        client.report(out, |core| core.report_stopped_output(payload))
-    })
+text_reports! {
+    ctl_report_state => report_state,
+    ctl_refuse_state => refuse_state,
+    ctl_report_ready => report_ready,
+    ctl_report_stopped_output => report_stopped_output,
 }
 
 /// The summary's JSON in the input (the glue checked it); none when `len` is 0.

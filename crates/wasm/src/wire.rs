@@ -4,6 +4,7 @@
 //! WebSocket as the native client's (src/wire.rs), so the same heartbeat and D13 confirmation by
 //! ping: the core's rules, carried out here.
 
+use ctl_migration_core::close_code;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use std::io::{self, Read, Write};
 use tungstenite::client::client_with_config;
@@ -274,13 +275,14 @@ fn close_frame(code: u16, reason: &'static str) -> CloseFrame {
     }
 }
 
-/// The close code a read error deserves, as natively: 1009 for a frame over the cap, 1002 for a
-/// broken frame, 1007 for text that is not UTF-8. None when the connection itself is gone.
+/// The close code a read error deserves, as natively: too big for a frame over the cap, a
+/// protocol error for a broken frame, an invalid payload for text that is not UTF-8. None when
+/// the connection itself is gone.
 fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
     match error {
-        WsError::Capacity(_) => Some((1009, "frame over 64 KiB")),
-        WsError::Protocol(_) => Some((1002, "protocol error")),
-        WsError::Utf8(_) => Some((1007, "text frame is not UTF-8")),
+        WsError::Capacity(_) => Some((close_code::MESSAGE_TOO_BIG, "frame over 64 KiB")),
+        WsError::Protocol(_) => Some((close_code::PROTOCOL, "protocol error")),
+        WsError::Utf8(_) => Some((close_code::INVALID_PAYLOAD, "text frame is not UTF-8")),
         _ => None,
     }
 }

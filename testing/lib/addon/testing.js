@@ -28,7 +28,7 @@ function load() {
   const failures = []
   for (const candidate of [`./${file}`, `${PACKAGE}-${platform}/${file}`]) {
     try {
-      return fromKit(candidate)
+      return /** @type {typeof import('./testing-binding')} */ (fromKit(candidate))
     } catch (error) {
       failures.push(/** @type {Error} */ (error))
     }

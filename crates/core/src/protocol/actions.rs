@@ -4,6 +4,25 @@
 pub use crate::error::TooLarge;
 pub use crate::frame_type::HandlerKind;
 use crate::frames::{JobFrame, MAX_FRAME_BYTES};
+use serde::{Serialize, Serializer};
+
+/// Each serialises as its string, the one its method here gives: the glue reads the actions as
+/// JSON on the WebAssembly build.
+macro_rules! serialize_as_str {
+    ($($ty:ty => $as_str:ident,)+) => {$(
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.$as_str())
+            }
+        }
+    )+};
+}
+
+serialize_as_str! {
+    Role => as_str,
+    Direction => as_str,
+    HandlerKind => name,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -22,14 +41,19 @@ impl Role {
 
 /// A handler the transport is asked to call on the product's handlers object, with what it is
 /// called with: the frame's `payload` (JSON text), the abort's `reason`, or the `role` the
-/// hello-ack gave (D1), then the migration.
-#[derive(Debug, Clone, PartialEq)]
+/// hello-ack gave (D1), then the migration. Serialised as the glue's `Call` action has it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Call {
     pub handler: HandlerKind,
     /// Absent only for `onConnected` of a source before any migration.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub migration_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
 }
 
@@ -113,8 +137,10 @@ impl Direction {
 }
 
 /// What became of a report (`target-ready`, `source-stopped-output`, `target-applied`, `abort`)
-/// or of an answer to the propose (`state`, `state-refused`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// or of an answer to the propose (`state`, `state-refused`). Serialised as the `outcome` field,
+/// with a `reason` for `dropped`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "lowercase")]
 pub enum ReportOutcome {
     /// Handed to the socket.
     Sent,
@@ -126,7 +152,7 @@ pub enum ReportOutcome {
     /// A held report replaced by a newer one (only the latest is kept).
     Superseded,
     /// Never to be sent, for the reason given.
-    Dropped(&'static str),
+    Dropped { reason: &'static str },
 }
 
 impl ReportOutcome {
@@ -136,21 +162,54 @@ impl ReportOutcome {
             ReportOutcome::Confirmed => "confirmed",
             ReportOutcome::Held => "held",
             ReportOutcome::Superseded => "superseded",
-            ReportOutcome::Dropped(_) => "dropped",
+            ReportOutcome::Dropped { .. } => "dropped",
         }
     }
 }
 
 /// Something an observer may want to know, queued only for the kinds [`Observed`] asks for.
-/// It never carries a frame's content, so never the token.
-#[derive(Debug, Clone, PartialEq)]
+/// It never carries a frame's content, so never the token. Serialised as the glue's action for
+/// it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all_fields = "camelCase")]
 pub enum Note {
+    /// For `ctl-migration:connection`.
+    Connection { note: ConnectionNote },
+    /// A frame handed to the socket, or received and taken in; `migration_id` is the one an
+    /// inbound frame names, and for an outbound one the client's migration as it was sent.
+    Frame {
+        direction: Direction,
+        #[serde(rename = "frameType")]
+        type_name: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<String>,
+        bytes: usize,
+    },
+    Report {
+        #[serde(rename = "reportType")]
+        type_name: &'static str,
+        #[serde(flatten)]
+        outcome: ReportOutcome,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<String>,
+    },
+}
+
+/// What a [`Note::Connection`] tells of the connection, by its `event`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "event",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ConnectionNote {
     /// Connect attempt number `attempt` (counted from 1 over the client's life) begins.
     Connecting { attempt: u32 },
     /// The worker acknowledged the hello of attempt `attempt`.
     Connected {
         attempt: u32,
         role: Role,
+        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
     },
     /// Attempt `attempt`'s socket ended: with the worker's close `code` and `reason`, or without
@@ -158,26 +217,16 @@ pub enum Note {
     /// none when there will be none.
     Disconnected {
         attempt: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<u16>,
         reason: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
         retry_in_ms: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
     },
     /// `close()`: nothing more will be sent or tried.
     Closed { attempt: u32 },
-    /// A frame handed to the socket, or received and taken in; `migration_id` is the one an
-    /// inbound frame names, and for an outbound one the client's migration as it was sent.
-    Frame {
-        direction: Direction,
-        type_name: &'static str,
-        migration_id: Option<String>,
-        bytes: usize,
-    },
-    Report {
-        type_name: &'static str,
-        outcome: ReportOutcome,
-        migration_id: Option<String>,
-    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

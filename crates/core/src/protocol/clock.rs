@@ -229,7 +229,7 @@ impl Protocol {
                 }
             }
             Deadline::Connect => {
-                let limit = display_ms(self.cfg.connect_timeout_ms);
+                let limit = display_ms(self.cfg.options.connect_timeout_ms);
                 self.stalled(&format!("no hello-ack within {limit} ms of connecting"));
             }
             Deadline::Ping => {
@@ -267,7 +267,7 @@ impl Protocol {
 
     /// The heartbeat's period, while it is on.
     pub fn heartbeat_period_ms(&self) -> Option<f64> {
-        (self.cfg.heartbeat_ms > 0.0).then_some(self.cfg.heartbeat_ms)
+        (self.cfg.options.heartbeat_ms > 0.0).then_some(self.cfg.options.heartbeat_ms)
     }
 
     /// A socket silent this long is dead: two heartbeats, so one lost pong is not enough.
@@ -340,9 +340,9 @@ impl Protocol {
         let delay_ms = match fixed_delay_ms {
             Some(delay_ms) => delay_ms,
             None => {
-                let backoff = self.cfg.reconnect_min_ms * 2f64.powi(self.attempt as i32);
-                let jitter = self.cfg.reconnect_jitter.clamp(0.0, 1.0);
-                self.cfg.reconnect_max_ms.min(backoff) * (1.0 - jitter * self.next_random())
+                let backoff = self.cfg.options.reconnect_min_ms * 2f64.powi(self.attempt as i32);
+                let jitter = self.cfg.options.reconnect_jitter.clamp(0.0, 1.0);
+                self.cfg.options.reconnect_max_ms.min(backoff) * (1.0 - jitter * self.next_random())
             }
         };
         self.attempt = (self.attempt + 1).min(30);

@@ -27,31 +27,83 @@ use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone)]
-pub struct Config {
+/// Declares [`Options`] once, for the core and for the Node-API binding, whose `#[napi(object)]`
+/// must be declared in its own crate: [`with_options!`](crate::with_options) hands it the list.
+macro_rules! options {
+    ($($(#[doc = $doc:tt])* $field:ident: $ty:ident,)+) => {
+        /// What the product gave `connectMigration`, resolved to values by the glue: the same on
+        /// both builds (the WebAssembly build reads it as JSON, camelCase, as JavaScript has it).
+        #[derive(Debug, Clone, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct Options {
+            $($(#[doc = $doc])* pub $field: $ty,)+
+        }
+
+        /// Calls `$callback! { field: Type, … }` with every field of [`Options`], for a binding
+        /// that must declare its own struct of them (napi's `object`; without the docs, which
+        /// napi would print as the raw strings macros pass them as).
+        #[macro_export]
+        macro_rules! with_options {
+            ($callback:ident) => {
+                $callback! { $($field: $ty,)+ }
+            };
+        }
+    };
+}
+
+options! {
     /// The worker's URL; only ever logged (the token travels in the hello, never in the URL).
-    pub url: String,
-    pub token: String,
+    url: String,
+    token: String,
     /// How the product is named in a refusal the client makes for it.
-    pub name: String,
-    pub reconnect_min_ms: f64,
-    pub reconnect_max_ms: f64,
+    name: String,
+    reconnect_min_ms: f64,
+    reconnect_max_ms: f64,
     /// Each reconnect delay is drawn uniformly from [d·(1 − jitter), d]; 0 keeps the
     /// reference's exact schedule.
-    pub reconnect_jitter: f64,
+    reconnect_jitter: f64,
+    /// Ping the worker this often while a socket is open, and declare a socket dead that has
+    /// carried nothing (no frame, no pong) for twice as long; 0 disables. Only on a socket the
+    /// client owns (the native transport's, the WebAssembly build's own): a WHATWG socket
+    /// cannot ping.
+    heartbeat_ms: f64,
+    /// A connect attempt (TCP, upgrade, hello-ack) that takes longer than this has failed;
+    /// 0 disables. Only on a socket the client owns: a WHATWG socket connects as it will, as
+    /// with the JavaScript client.
+    connect_timeout_ms: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub options: Options,
     /// Seeds the jitter's random draws; the core keeps no clock and no entropy of its own.
     pub seed: u64,
-    /// Ping the worker this often while a socket is open, and declare a socket dead that has
-    /// carried nothing (no frame, no pong) for twice as long; 0 turns both off. Only a
-    /// transport that can ping uses it: a WHATWG socket cannot.
-    pub heartbeat_ms: f64,
-    /// A connect attempt (TCP, upgrade, hello-ack) that takes longer than this has failed;
-    /// 0 turns it off.
-    pub connect_timeout_ms: f64,
     /// D13: the transport can ping (the native one), so a report counts as delivered only once
     /// the pong to a ping sent right after it comes back. Without (a WHATWG socket), a report
     /// counts as delivered once it left the socket's buffer.
     pub confirm_by_ping: bool,
+}
+
+impl Config {
+    /// The configuration for a transport: `owns_socket` (the native one, or the WebAssembly
+    /// build's own WebSocket) keeps the heartbeat and the connect timeout, which a WHATWG socket
+    /// cannot have; `confirm_by_ping` as [`Config::confirm_by_ping`].
+    pub fn for_transport(
+        mut options: Options,
+        seed: u64,
+        owns_socket: bool,
+        confirm_by_ping: bool,
+    ) -> Config {
+        if !owns_socket {
+            options.heartbeat_ms = 0.0;
+            options.connect_timeout_ms = 0.0;
+        }
+        Config {
+            options,
+            seed,
+            confirm_by_ping,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,7 +323,10 @@ impl Protocol {
         self.socket = Socket::None;
         self.state_request = None;
         self.stop_liveness();
-        self.log(format!("connect to {} failed: {error}", self.cfg.url));
+        self.log(format!(
+            "connect to {} failed: {error}",
+            self.cfg.options.url
+        ));
         let retry_in_ms = self.schedule_reconnect(None);
         self.note_disconnected(None, || error.to_owned(), retry_in_ms);
     }
@@ -288,7 +343,7 @@ impl Protocol {
             self.arm(Deadline::Silence, limit);
         }
         let hello = JobFrame::Hello {
-            token: self.cfg.token.clone(),
+            token: self.cfg.options.token.clone(),
         };
         self.send(outbound(&hello));
     }
@@ -324,41 +379,26 @@ impl Protocol {
             }
             return;
         }
+        let handler = frame.handler();
         match frame {
             WorkerFrame::HelloAck { .. } => {}
             WorkerFrame::GetState { migration_id } => self.on_get_state(migration_id),
+            // A step that carries the worker's payload: it makes its migration the current one
+            // and goes to its handler as it came.
             WorkerFrame::InitialState {
                 migration_id,
                 payload,
-            } => {
-                self.migration_id = Some(migration_id.clone());
-                self.call(Call::with_payload(
-                    HandlerKind::InitialState,
-                    payload,
-                    migration_id,
-                ));
             }
-            WorkerFrame::CutoverReady {
+            | WorkerFrame::CutoverReady {
+                migration_id,
+                payload,
+            }
+            | WorkerFrame::CutoverApply {
                 migration_id,
                 payload,
             } => {
                 self.migration_id = Some(migration_id.clone());
-                self.call(Call::with_payload(
-                    HandlerKind::CutoverReady,
-                    payload,
-                    migration_id,
-                ));
-            }
-            WorkerFrame::CutoverApply {
-                migration_id,
-                payload,
-            } => {
-                self.migration_id = Some(migration_id.clone());
-                self.call(Call::with_payload(
-                    HandlerKind::CutoverApply,
-                    payload,
-                    migration_id,
-                ));
+                self.call(Call::with_payload(handler, payload, migration_id));
             }
             WorkerFrame::Abort {
                 migration_id,
@@ -402,7 +442,7 @@ impl Protocol {
                 None
             }
             close_code::UNAUTHORIZED => {
-                let delay = self.cfg.reconnect_max_ms;
+                let delay = self.cfg.options.reconnect_max_ms;
                 self.log(format!(
                     "the worker refused the token or the instance (4401); retrying in {} ms",
                     display_ms(delay)
@@ -464,7 +504,7 @@ impl Protocol {
         self.log(format!("send of '{type_name}' failed: {error}"));
         if self.closed {
             if frame.is_report {
-                self.note_report(type_name, ReportOutcome::Dropped("closed"));
+                self.note_report(type_name, ReportOutcome::Dropped { reason: "closed" });
             }
             return;
         }
@@ -523,7 +563,7 @@ impl Protocol {
         let first = !self.closed;
         self.closed = true;
         if let Some(held) = self.held.take() {
-            self.note_report(held.type_name, ReportOutcome::Dropped("closed"));
+            self.note_report(held.type_name, ReportOutcome::Dropped { reason: "closed" });
         }
         // Sent before the close frame, which the worker reads after it.
         self.unconfirmed = None;
@@ -532,12 +572,12 @@ impl Protocol {
         if matches!(self.socket, Socket::Live { .. }) {
             self.socket = Socket::None;
             self.actions.push_back(Action::Close {
-                code: Some(1000),
+                code: Some(close_code::NORMAL),
                 reason: Some("job closing"),
             });
         }
         if first && self.observed.connection {
-            self.note(Note::Closed {
+            self.note_connection(ConnectionNote::Closed {
                 attempt: self.attempts,
             });
         }
@@ -551,12 +591,12 @@ impl Protocol {
         self.attempts = self.attempts.saturating_add(1);
         self.actions.push_back(Action::Open);
         if self.observed.connection {
-            self.note(Note::Connecting {
+            self.note_connection(ConnectionNote::Connecting {
                 attempt: self.attempts,
             });
         }
-        if self.cfg.connect_timeout_ms > 0.0 {
-            self.arm(Deadline::Connect, self.cfg.connect_timeout_ms);
+        if self.cfg.options.connect_timeout_ms > 0.0 {
+            self.arm(Deadline::Connect, self.cfg.options.connect_timeout_ms);
         }
     }
 
@@ -583,7 +623,7 @@ impl Protocol {
         };
         self.log(format!("connected as {}{suffix}", self.role.as_str()));
         if self.observed.connection {
-            self.note(Note::Connected {
+            self.note_connection(ConnectionNote::Connected {
                 attempt: self.attempts,
                 role: self.role,
                 migration_id: self.migration_id.clone(),
@@ -670,6 +710,10 @@ impl Protocol {
         self.actions.push_back(Action::Note(note));
     }
 
+    fn note_connection(&mut self, note: ConnectionNote) {
+        self.note(Note::Connection { note });
+    }
+
     fn note_frame(
         &mut self,
         direction: Direction,
@@ -705,7 +749,7 @@ impl Protocol {
         retry_in_ms: Option<f64>,
     ) {
         if self.observed.connection {
-            self.note(Note::Disconnected {
+            self.note_connection(ConnectionNote::Disconnected {
                 attempt: self.attempts,
                 code,
                 reason: reason(),

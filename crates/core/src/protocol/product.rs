@@ -17,7 +17,7 @@ impl Protocol {
             StateOutcome::Missing => {
                 let reason = format!(
                     "{} registered no onGetState handler (connectMigration without onGetState); it cannot hand over",
-                    self.cfg.name
+                    self.cfg.options.name
                 );
                 self.log(format!("get-state for {migration_id}: {reason}; refusing"));
                 self.answer_state(refusal(reason));
@@ -153,14 +153,19 @@ impl Protocol {
     fn answer_state(&mut self, out: Outbound) {
         let type_name = out.type_name;
         if self.closed {
-            self.note_report(type_name, ReportOutcome::Dropped("closed"));
+            self.note_report(type_name, ReportOutcome::Dropped { reason: "closed" });
             return;
         }
         let Some(req) = self.state_request.as_mut() else {
             self.log(format!(
                 "'{type_name}' with no get-state in flight; dropped"
             ));
-            self.note_report(type_name, ReportOutcome::Dropped("no get-state in flight"));
+            self.note_report(
+                type_name,
+                ReportOutcome::Dropped {
+                    reason: "no get-state in flight",
+                },
+            );
             return;
         };
         if req.answered {
@@ -170,7 +175,9 @@ impl Protocol {
             ));
             self.note_report(
                 type_name,
-                ReportOutcome::Dropped("get-state already answered"),
+                ReportOutcome::Dropped {
+                    reason: "get-state already answered",
+                },
             );
             return;
         }
@@ -186,7 +193,12 @@ impl Protocol {
             self.log(format!(
                 "'{type_name}' for {req_id} while disconnected; dropped — the worker will ask again"
             ));
-            self.note_report(type_name, ReportOutcome::Dropped("disconnected"));
+            self.note_report(
+                type_name,
+                ReportOutcome::Dropped {
+                    reason: "disconnected",
+                },
+            );
             return;
         }
         self.send_report(out);
@@ -195,7 +207,7 @@ impl Protocol {
     fn report(&mut self, frame: JobFrame) -> Result<(), TooLarge> {
         let out = sized(&frame)?;
         if self.closed {
-            self.note_report(out.type_name, ReportOutcome::Dropped("closed"));
+            self.note_report(out.type_name, ReportOutcome::Dropped { reason: "closed" });
             return Ok(());
         }
         if self.connected() {

@@ -3,51 +3,57 @@ use crate::frames::MAX_FRAME_BYTES;
 
 fn core() -> Protocol {
     Protocol::new(Config {
-        url: "ws://worker/instances/j/r".into(),
-        token: "tok".into(),
-        name: "demo".into(),
-        reconnect_min_ms: 1000.0,
-        reconnect_max_ms: 30000.0,
-        reconnect_jitter: 0.0,
+        options: Options {
+            url: "ws://worker/instances/j/r".into(),
+            token: "tok".into(),
+            name: "demo".into(),
+            reconnect_min_ms: 1000.0,
+            reconnect_max_ms: 30000.0,
+            reconnect_jitter: 0.0,
+            heartbeat_ms: 0.0,
+            connect_timeout_ms: 0.0,
+        },
         seed: 7,
-        heartbeat_ms: 0.0,
-        connect_timeout_ms: 0.0,
         confirm_by_ping: false,
     })
+}
+
+/// A core as [`core`] makes it but for the options `change` makes.
+fn core_with(change: impl FnOnce(&mut Options)) -> Protocol {
+    let mut cfg = core().cfg;
+    change(&mut cfg.options);
+    Protocol::new(cfg)
 }
 
 fn take(p: &mut Protocol) -> Vec<Action> {
     p.drain_actions().collect()
 }
 
-fn sent(actions: &[Action]) -> Vec<String> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Send(out) => Some(out.text.clone()),
-            _ => None,
-        })
-        .collect()
+/// Declares each `fn name(actions) -> Vec<T>`: the actions `pattern` matches, in order, each
+/// as `take` makes it.
+macro_rules! of_kind {
+    ($(fn $name:ident -> $ty:ty { $pattern:pat => $take:expr })+) => {$(
+        fn $name(actions: &[Action]) -> Vec<$ty> {
+            actions
+                .iter()
+                .filter_map(|a| match a {
+                    $pattern => Some($take),
+                    _ => None,
+                })
+                .collect()
+        }
+    )+};
 }
 
-fn calls(actions: &[Action]) -> Vec<Call> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Call(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect()
+of_kind! {
+    fn sent -> String { Action::Send(out) => out.text.clone() }
+    fn calls -> Call { Action::Call(c) => c.clone() }
+    fn logs -> String { Action::Log(l) => l.clone() }
 }
 
-fn logs(actions: &[Action]) -> Vec<String> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Log(l) => Some(l.clone()),
-            _ => None,
-        })
-        .collect()
+/// A report's outcome when it is never to be sent, for `reason`.
+fn dropped(reason: &'static str) -> ReportOutcome {
+    ReportOutcome::Dropped { reason }
 }
 
 /// In how long from `now` the next connect attempt comes, if one will.
@@ -154,14 +160,19 @@ fn every_propose_is_answered_exactly_once() {
         value(&mut p);
         let late = take(&mut p);
         assert!(sent(&late).is_empty());
-        p.report_state("1".into()).ok();
-        let actions = take(&mut p);
-        assert!(sent(&actions).is_empty());
-        assert_eq!(
-            logs(&actions),
-            vec!["'state' after get-state for m was already answered; dropped"]
+        a_state_answer_is_dropped(
+            &mut p,
+            "'state' after get-state for m was already answered; dropped",
         );
     }
+}
+
+/// A state answer made now is not sent, and the log says why.
+fn a_state_answer_is_dropped(p: &mut Protocol, why: &str) {
+    p.report_state("1".into()).ok();
+    let actions = take(p);
+    assert!(sent(&actions).is_empty());
+    assert_eq!(logs(&actions), [why]);
 }
 
 #[test]
@@ -186,13 +197,7 @@ fn an_answer_from_inside_the_handler_wins_over_its_return_value() {
 #[test]
 fn answers_out_of_window_are_dropped() {
     let mut p = connected(None);
-    p.report_state("1".into()).ok();
-    let actions = take(&mut p);
-    assert!(sent(&actions).is_empty());
-    assert_eq!(
-        logs(&actions),
-        vec!["'state' with no get-state in flight; dropped"]
-    );
+    a_state_answer_is_dropped(&mut p, "'state' with no get-state in flight; dropped");
 
     // A newer get-state supersedes; the older handler's return is ignored.
     p.on_frame(r#"{"type":"get-state","migrationId":"a"}"#, 0.0);
@@ -257,18 +262,25 @@ fn only_the_latest_report_is_held_and_sent_right_after_the_next_ack() {
     ));
 }
 
-#[test]
-fn backoff_doubles_to_the_cap_and_an_ack_resets_it() {
-    let mut p = core();
+/// Starts `p` and has each of its first `attempts` connect attempts fail at once: the delay
+/// before each next attempt, and the time the last one began.
+fn failing(p: &mut Protocol, attempts: usize) -> (Vec<f64>, f64) {
     p.start(0.0);
     let mut delays = Vec::new();
     let mut now = 0.0;
-    for _ in 0..7 {
+    for _ in 0..attempts {
         p.on_error(now);
-        delays.extend(reconnect_in(&p, now));
-        now = fire(&mut p, Deadline::Reconnect);
-        take(&mut p);
+        delays.extend(reconnect_in(p, now));
+        now = fire(p, Deadline::Reconnect);
+        take(p);
     }
+    (delays, now)
+}
+
+#[test]
+fn backoff_doubles_to_the_cap_and_an_ack_resets_it() {
+    let mut p = core();
+    let (delays, now) = failing(&mut p, 7);
     assert_eq!(
         delays,
         vec![1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 30000.0, 30000.0]
@@ -281,19 +293,8 @@ fn backoff_doubles_to_the_cap_and_an_ack_resets_it() {
 
 #[test]
 fn jitter_draws_each_delay_from_the_lower_part_of_its_window() {
-    let mut p = Protocol::new(Config {
-        reconnect_jitter: 0.2,
-        ..core().cfg
-    });
-    p.start(0.0);
-    let mut delays = Vec::new();
-    let mut now = 0.0;
-    for _ in 0..200 {
-        p.on_error(now);
-        delays.extend(reconnect_in(&p, now));
-        now = fire(&mut p, Deadline::Reconnect);
-        take(&mut p);
-    }
+    let mut p = core_with(|o| o.reconnect_jitter = 0.2);
+    let (delays, _) = failing(&mut p, 200);
     let capped = &delays[10..];
     assert!(capped.iter().all(|d| (24000.0..=30000.0).contains(d)));
     assert!(capped.iter().any(|d| *d < 25000.0) && capped.iter().any(|d| *d > 29000.0));
@@ -455,6 +456,17 @@ fn observed() -> Protocol {
     p
 }
 
+/// A connected core observing every note, on a transport that cannot ping (as on a WHATWG
+/// socket).
+fn connected_observed() -> Protocol {
+    let mut p = observed();
+    p.start(0.0);
+    p.on_open(0.0);
+    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
+    take(&mut p);
+    p
+}
+
 fn notes(actions: &[Action]) -> Vec<Note> {
     actions
         .iter()
@@ -475,6 +487,11 @@ fn report_outcomes(actions: &[Action]) -> Vec<(&'static str, ReportOutcome)> {
             _ => None,
         })
         .collect()
+}
+
+/// The outcomes of the reports among `p`'s actions so far, which it takes.
+fn outcomes(p: &mut Protocol) -> Vec<(&'static str, ReportOutcome)> {
+    report_outcomes(&take(p))
 }
 
 #[test]
@@ -513,13 +530,10 @@ fn reports_made_during_an_outage_are_held_superseded_and_the_latest_sent() {
     let mut p = observed();
     p.start(0.0);
     p.report_ready("1".into()).ok();
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("target-ready", ReportOutcome::Held)]
-    );
+    assert_eq!(outcomes(&mut p), [("target-ready", ReportOutcome::Held)]);
     p.report_stopped_output("2".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [
             ("target-ready", ReportOutcome::Superseded),
             ("source-stopped-output", ReportOutcome::Held)
@@ -545,40 +559,27 @@ fn a_report_after_close_and_a_held_one_at_close_are_dropped() {
     p.abort("r".into()).ok();
     take(&mut p);
     p.close();
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("abort", ReportOutcome::Dropped("closed"))]
-    );
+    assert_eq!(outcomes(&mut p), [("abort", dropped("closed"))]);
     p.report_ready("1".into()).ok();
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("target-ready", ReportOutcome::Dropped("closed"))]
-    );
+    assert_eq!(outcomes(&mut p), [("target-ready", dropped("closed"))]);
 }
 
 #[test]
 fn state_answers_that_cannot_go_are_dropped_with_why() {
-    let mut p = observed();
-    p.start(0.0);
-    p.on_open(0.0);
-    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
-    take(&mut p);
+    let mut p = connected_observed();
     p.report_state("1".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("state", ReportOutcome::Dropped("no get-state in flight"))]
+        outcomes(&mut p),
+        [("state", dropped("no get-state in flight"))]
     );
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 0.0);
     p.refuse_state("busy".into()).ok();
     p.report_state("1".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [
             ("state-refused", ReportOutcome::Sent),
-            (
-                "state",
-                ReportOutcome::Dropped("get-state already answered")
-            )
+            ("state", dropped("get-state already answered"))
         ]
     );
     p.on_frame(r#"{"type":"get-state","migrationId":"n"}"#, 0.0);
@@ -587,17 +588,14 @@ fn state_answers_that_cannot_go_are_dropped_with_why() {
     // The drop ended the propose: the answer finds none in flight.
     p.report_state("1".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("state", ReportOutcome::Dropped("no get-state in flight"))]
+        outcomes(&mut p),
+        [("state", dropped("no get-state in flight"))]
     );
 }
 
 #[test]
 fn a_failed_send_of_a_report_holds_it() {
-    let mut p = observed();
-    p.start(0.0);
-    p.on_open(0.0);
-    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
+    let mut p = connected_observed();
     p.report_ready("1".into()).ok();
     let Some(Action::Send(out)) = take(&mut p)
         .into_iter()
@@ -611,12 +609,14 @@ fn a_failed_send_of_a_report_holds_it() {
         report_outcomes(&actions),
         [("target-ready", ReportOutcome::Held)]
     );
-    assert!(notes(&actions).contains(&Note::Disconnected {
-        attempt: 1,
-        code: None,
-        reason: "send of 'target-ready' failed: EPIPE".into(),
-        retry_in_ms: Some(1000.0),
-        migration_id: None,
+    assert!(notes(&actions).contains(&Note::Connection {
+        note: ConnectionNote::Disconnected {
+            attempt: 1,
+            code: None,
+            reason: "send of 'target-ready' failed: EPIPE".into(),
+            retry_in_ms: Some(1000.0),
+            migration_id: None,
+        }
     }));
 }
 
@@ -637,49 +637,52 @@ fn connection_notes_follow_attempts_and_say_when_the_next_comes() {
     p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
     p.on_closed(close_code::REPLACED, "replaced", 0.0);
     p.close();
-    let connection: Vec<Note> = notes(&take(&mut p))
+    let connection: Vec<ConnectionNote> = notes(&take(&mut p))
         .into_iter()
-        .filter(|n| !matches!(n, Note::Frame { .. }))
+        .filter_map(|n| match n {
+            Note::Connection { note } => Some(note),
+            _ => None,
+        })
         .collect();
     assert_eq!(
         connection,
         [
-            Note::Connecting { attempt: 1 },
-            Note::Disconnected {
+            ConnectionNote::Connecting { attempt: 1 },
+            ConnectionNote::Disconnected {
                 attempt: 1,
                 code: None,
                 reason: "refused".into(),
                 retry_in_ms: Some(1000.0),
                 migration_id: None,
             },
-            Note::Connecting { attempt: 2 },
-            Note::Connected {
+            ConnectionNote::Connecting { attempt: 2 },
+            ConnectionNote::Connected {
                 attempt: 2,
                 role: Role::Target,
                 migration_id: Some("m".into()),
             },
-            Note::Disconnected {
+            ConnectionNote::Disconnected {
                 attempt: 2,
                 code: Some(1001),
                 reason: "restarting".into(),
                 retry_in_ms: Some(1000.0),
                 migration_id: Some("m".into()),
             },
-            Note::Connecting { attempt: 3 },
-            Note::Connected {
+            ConnectionNote::Connecting { attempt: 3 },
+            ConnectionNote::Connected {
                 attempt: 3,
                 role: Role::Source,
                 migration_id: None,
             },
             // D5: no retry after 4409.
-            Note::Disconnected {
+            ConnectionNote::Disconnected {
                 attempt: 3,
                 code: Some(close_code::REPLACED),
                 reason: "replaced".into(),
                 retry_in_ms: None,
                 migration_id: None,
             },
-            Note::Closed { attempt: 3 },
+            ConnectionNote::Closed { attempt: 3 },
         ]
     );
 }
@@ -762,16 +765,22 @@ struct Clocked {
 impl Clocked {
     fn new(heartbeat_ms: f64, connect_timeout_ms: f64) -> Self {
         let mut c = Clocked {
-            p: Protocol::new(Config {
-                heartbeat_ms,
-                connect_timeout_ms,
-                ..core().cfg
+            p: core_with(|o| {
+                o.heartbeat_ms = heartbeat_ms;
+                o.connect_timeout_ms = connect_timeout_ms;
             }),
             now: 0.0,
             log: Vec::new(),
         };
         c.p.start(0.0);
         c.collect();
+        c
+    }
+
+    /// A core as [`Clocked::new`] makes it, connected.
+    fn acked(heartbeat_ms: f64, connect_timeout_ms: f64) -> Self {
+        let mut c = Clocked::new(heartbeat_ms, connect_timeout_ms);
+        acked(&mut c);
         c
     }
 
@@ -792,6 +801,14 @@ impl Clocked {
 
     fn traffic(&mut self) {
         self.p.on_traffic(self.now);
+    }
+
+    /// Something arrives every `period_ms`, `times` times.
+    fn traffic_every(&mut self, period_ms: f64, times: u32) {
+        for step in 1..=times {
+            self.advance_to(f64::from(step) * period_ms);
+            self.traffic();
+        }
     }
 
     fn drain(&mut self) -> Vec<Action> {
@@ -822,13 +839,9 @@ fn acked(c: &mut Clocked) {
 
 #[test]
 fn the_heartbeat_pings_every_period_while_the_socket_is_open() {
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
-    for step in 1..=8 {
-        // The worker answers every ping, so the socket never counts as silent.
-        c.advance_to(f64::from(step) * 250.0);
-        c.traffic();
-    }
+    let mut c = Clocked::acked(500.0, 0.0);
+    // The worker answers every ping, so the socket never counts as silent.
+    c.traffic_every(250.0, 8);
     assert_eq!(pings(&c.drain()), 4);
     assert!(c.p.connected());
     c.p.on_closed(1000, "", c.now);
@@ -841,8 +854,7 @@ fn the_heartbeat_pings_every_period_while_the_socket_is_open() {
 
 #[test]
 fn a_socket_silent_for_two_heartbeats_is_closed_and_retried() {
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(500.0, 0.0);
     c.advance_to(600.0);
     c.traffic();
     // Silent from 600 ms: dead at 1600, not before.
@@ -862,12 +874,8 @@ fn a_socket_silent_for_two_heartbeats_is_closed_and_retried() {
 
 #[test]
 fn traffic_keeps_a_socket_alive_however_long_it_lives() {
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
-    for step in 1..=100 {
-        c.advance_to(f64::from(step) * 900.0);
-        c.traffic();
-    }
+    let mut c = Clocked::acked(500.0, 0.0);
+    c.traffic_every(900.0, 100);
     assert!(c.p.connected());
     assert_eq!(closes(&c.drain()), 0);
 }
@@ -908,8 +916,7 @@ fn an_attempt_that_fails_outright_stops_its_deadline() {
 
 #[test]
 fn with_the_heartbeat_and_deadline_off_no_liveness_timer_runs() {
-    let mut c = Clocked::new(0.0, 0.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(0.0, 0.0);
     c.advance_to(1e9);
     assert!(c.p.connected());
     assert_eq!(c.p.poll_timeout(), None);
@@ -919,8 +926,7 @@ fn with_the_heartbeat_and_deadline_off_no_liveness_timer_runs() {
 
 #[test]
 fn close_stops_every_timer() {
-    let mut c = Clocked::new(500.0, 300.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(500.0, 300.0);
     c.p.close();
     c.collect();
     assert_eq!(c.p.poll_timeout(), None);
@@ -930,8 +936,7 @@ fn close_stops_every_timer() {
 fn a_write_the_worker_does_not_take_is_given_up_at_the_write_limit() {
     // With the heartbeat on the limit is its silence limit; off, a fixed 30 s.
     for (heartbeat_ms, limit) in [(500.0, 1_000.0), (0.0, 30_000.0)] {
-        let mut c = Clocked::new(heartbeat_ms, 0.0);
-        acked(&mut c);
+        let mut c = Clocked::acked(heartbeat_ms, 0.0);
         c.advance_to(100.0);
         c.p.on_wait_started(Wait::Write, c.now);
         assert_eq!(c.p.poll_timeout(), Some(100.0 + limit));
@@ -952,8 +957,7 @@ fn a_write_the_worker_does_not_take_is_given_up_at_the_write_limit() {
 
 #[test]
 fn the_heartbeat_resumes_after_a_write_that_waited() {
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(500.0, 0.0);
     c.p.on_wait_started(Wait::Write, c.now);
     c.advance_to(700.0);
     c.p.on_wait_ended();
@@ -967,11 +971,10 @@ fn the_heartbeat_resumes_after_a_write_that_waited() {
 
 #[test]
 fn a_close_handshake_is_bounded_even_after_close() {
-    let mut c = Clocked::new(500.0, 300.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(500.0, 300.0);
     c.p.close();
     c.collect();
-    assert_eq!(c.p.poll_timeout(), None);
+    // No timer runs after close (close_stops_every_timer), but the handshake's wait is bounded.
     c.p.on_wait_started(Wait::CloseHandshake, c.now);
     c.advance_to(CLOSE_HANDSHAKE_LIMIT_MS - 1.0);
     assert_eq!(c.p.wait_expired(), None);
@@ -984,8 +987,7 @@ fn a_close_handshake_is_bounded_even_after_close() {
 #[test]
 fn no_deadline_comes_sooner_than_a_millisecond() {
     // A heartbeat of a microsecond must not spin the transport's timer.
-    let mut c = Clocked::new(0.001, 0.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(0.001, 0.0);
     assert_eq!(c.p.deadline(Deadline::Ping), Some(1.0));
     c.advance_to(10.0);
     assert!(pings(&c.drain()) <= 10);
@@ -995,8 +997,7 @@ fn no_deadline_comes_sooner_than_a_millisecond() {
 fn deadlines_due_together_are_handled_earliest_first_and_once() {
     // A transport that wakes late: the silence check at 1000 finds the socket silent and ends
     // it, so the ping due at 500 is the only one sent and no later one is.
-    let mut c = Clocked::new(500.0, 0.0);
-    acked(&mut c);
+    let mut c = Clocked::acked(500.0, 0.0);
     c.p.handle_timeout(1_000.0);
     c.collect();
     let actions = c.drain();
@@ -1059,7 +1060,7 @@ fn a_report_unconfirmed_at_a_drop_is_sent_again_after_the_next_ack() {
     // Written into a connection the worker had already dropped.
     p.on_error(5.0);
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [("source-stopped-output", ReportOutcome::Held)]
     );
     assert!(p.has_held_report());
@@ -1069,7 +1070,7 @@ fn a_report_unconfirmed_at_a_drop_is_sent_again_after_the_next_ack() {
     assert_eq!(sent_with_pings(&actions)[0].1, Some(2));
     p.on_pong(&2u64.to_be_bytes(), 2_000.0);
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [("source-stopped-output", ReportOutcome::Confirmed)]
     );
     p.on_closed(1006, "", 2_001.0);
@@ -1083,11 +1084,11 @@ fn a_confirmed_report_is_never_sent_again() {
     take(&mut p);
     p.on_pong(&1u64.to_be_bytes(), 1.0);
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [("target-ready", ReportOutcome::Confirmed)]
     );
     p.on_error(2.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
     let actions = reconnect(&mut p);
     assert!(sent(&actions).is_empty(), "{:?}", sent(&actions));
 }
@@ -1273,7 +1274,7 @@ fn a_newer_report_replaces_an_unconfirmed_one() {
     p.report_ready("1".into()).ok();
     p.report_stopped_output("1".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [
             ("target-ready", ReportOutcome::Sent),
             ("source-stopped-output", ReportOutcome::Sent),
@@ -1285,7 +1286,7 @@ fn a_newer_report_replaces_an_unconfirmed_one() {
     assert_eq!(sent(&reconnect(&mut p)), [STOPPED]);
     // The older is not waited on any more: its pong proves nothing about the newer.
     p.on_pong(&1u64.to_be_bytes(), 2_000.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
 }
 
 #[test]
@@ -1296,7 +1297,7 @@ fn a_report_made_while_an_unconfirmed_one_is_held_replaces_it() {
     take(&mut p);
     p.abort("gone".into()).ok();
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [
             ("target-ready", ReportOutcome::Superseded),
             ("abort", ReportOutcome::Held)
@@ -1308,6 +1309,12 @@ fn a_report_made_while_an_unconfirmed_one_is_held_replaces_it() {
     );
 }
 
+/// No report's outcome is noted, and the next connection sends nothing held.
+fn nothing_is_held(p: &mut Protocol) {
+    assert!(outcomes(p).is_empty());
+    assert!(sent(&reconnect(p)).is_empty());
+}
+
 #[test]
 fn a_propose_answer_is_not_held_at_a_drop() {
     let mut p = pinging();
@@ -1317,8 +1324,7 @@ fn a_propose_answer_is_not_held_at_a_drop() {
     let actions = take(&mut p);
     assert_eq!(sent_with_pings(&actions)[0].1, None);
     p.on_error(2.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
-    assert!(sent(&reconnect(&mut p)).is_empty());
+    nothing_is_held(&mut p);
 }
 
 #[test]
@@ -1333,13 +1339,10 @@ fn a_failed_send_of_the_unconfirmed_report_holds_it_once() {
         other => panic!("{other:?}"),
     };
     p.on_send_failed(out.clone(), "broken pipe", 1.0);
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("target-ready", ReportOutcome::Held)]
-    );
+    assert_eq!(outcomes(&mut p), [("target-ready", ReportOutcome::Held)]);
     // The same failure reported late, for a connection already gone, changes nothing.
     p.on_send_failed(out, "broken pipe", 2.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
     assert_eq!(
         sent(&reconnect(&mut p)),
         [r#"{"type":"target-ready","payload":1}"#]
@@ -1354,34 +1357,23 @@ fn after_close_an_unconfirmed_report_is_not_held() {
     take(&mut p);
     p.on_closed(1000, "", 1.0);
     assert!(!p.has_held_report());
-    assert!(report_outcomes(&take(&mut p)).is_empty());
-}
-
-/// A connected core on a WHATWG socket (no ping), observing reports.
-fn whatwg() -> Protocol {
-    let mut p = observed();
-    p.start(0.0);
-    p.on_open(0.0);
-    p.on_frame(r#"{"type":"hello-ack"}"#, 0.0);
-    take(&mut p);
-    p
+    assert!(outcomes(&mut p).is_empty());
 }
 
 #[test]
 fn on_a_whatwg_socket_a_report_that_left_the_buffer_counts_as_delivered() {
-    let mut p = whatwg();
+    let mut p = connected_observed();
     p.report_stopped_output("1".into()).ok();
     assert_eq!(sent_with_pings(&take(&mut p))[0].1, None);
     assert!(!p.pong_may_wait());
     p.on_unsent_at_end(0);
     p.on_closed(1006, "", 1.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
-    assert!(sent(&reconnect(&mut p)).is_empty());
+    nothing_is_held(&mut p);
 }
 
 #[test]
 fn on_a_whatwg_socket_a_report_still_buffered_at_the_end_is_held() {
-    let mut p = whatwg();
+    let mut p = connected_observed();
     p.report_stopped_output("1".into()).ok();
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 1.0);
     take(&mut p);
@@ -1392,20 +1384,20 @@ fn on_a_whatwg_socket_a_report_still_buffered_at_the_end_is_held() {
     p.on_unsent_at_end(state + 1);
     p.on_error(2.0);
     assert_eq!(
-        report_outcomes(&take(&mut p)),
+        outcomes(&mut p),
         [("source-stopped-output", ReportOutcome::Held)]
     );
     assert_eq!(sent(&reconnect(&mut p)), [STOPPED]);
 
     // Only what came after it still buffered: the report itself left.
-    let mut p = whatwg();
+    let mut p = connected_observed();
     p.report_stopped_output("1".into()).ok();
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 1.0);
     p.report_state("{}".into()).ok();
     take(&mut p);
     p.on_unsent_at_end(state);
     p.on_error(2.0);
-    assert!(report_outcomes(&take(&mut p)).is_empty());
+    assert!(outcomes(&mut p).is_empty());
 }
 
 #[test]

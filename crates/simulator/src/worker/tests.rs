@@ -1090,12 +1090,18 @@ fn a_delayed_hello_ack_goes_out_at_its_time_with_what_was_sent_behind_it() {
     assert_eq!(h.w.poll_timeout(id), None);
 }
 
-#[test]
-fn a_delay_holds_every_later_ack_until_set_to_zero() {
+/// A worker whose instance `r` has a token, and a hello-ack delayed by 100 ms.
+fn ack_delayed_by_100_ms() -> (Harness, String) {
     let mut h = Harness::new();
     let token = h.w.issue(&key("r")).unwrap();
     h.w.delay_hello_ack(&key("r"), Duration::from_millis(100))
         .unwrap();
+    (h, token)
+}
+
+#[test]
+fn a_delay_holds_every_later_ack_until_set_to_zero() {
+    let (mut h, token) = ack_delayed_by_100_ms();
     for _ in 0..2 {
         let (id, _) = h.open_at(0, &path("r"));
         assert_eq!(sends(&h.text(id, &hello(&token))), [], "held");
@@ -1113,10 +1119,7 @@ fn a_delay_holds_every_later_ack_until_set_to_zero() {
 
 #[test]
 fn an_end_is_not_held_behind_a_delayed_ack_and_what_was_held_never_goes() {
-    let mut h = Harness::new();
-    let token = h.w.issue(&key("r")).unwrap();
-    h.w.delay_hello_ack(&key("r"), Duration::from_millis(100))
-        .unwrap();
+    let (mut h, token) = ack_delayed_by_100_ms();
     let (id, _) = h.open_at(0, &path("r"));
     h.text(id, &hello(&token));
     h.w.receive(h.at(50), id, Inbound::Close(1000, "gave up".to_owned()));
