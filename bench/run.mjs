@@ -17,6 +17,7 @@ import { dirname, join, resolve, basename } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { bigBytes } from './frames.mjs'
+import { cpuNs } from './cpu.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, '..')
@@ -262,18 +263,6 @@ async function stopClient(c) {
   c.child.send({ cmd: 'exit' })
   await Promise.race([new Promise((r) => c.child.once('exit', r)), sleep(3000)])
   c.child.kill('SIGKILL')
-}
-
-/** CPU time (ns) of every thread of a process, from /proc/<pid>/task/<tid>/schedstat, read from
- *  outside so measuring does not wake the process. */
-function cpuNs(pid) {
-  let total = 0
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
-    } catch {} // a thread that just ended
-  }
-  return total
 }
 
 // ── 3. the table ─────────────────────────────────────────────────────────────────────────────

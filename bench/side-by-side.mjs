@@ -8,7 +8,9 @@
 // ESM `import`, timed inside a fresh process around the call: on a loaded machine a whole
 // process's wall time minus a bare node's, as bench/run.mjs takes it, is mostly the noise of
 // starting node), and the round trips of bench/run.mjs (timed at the worker, in its own process;
-// one client process per implementation).
+// one client process per implementation) with the client process's CPU per round trip (all
+// threads, from /proc). `<label>=wasm:<module or checkout>` runs that one on its WebAssembly
+// fallback (NAPI_RS_FORCE_WASI=error in its processes, as bench/run.mjs's wasm column).
 //   node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12 (0: none)] <label>=<module> ...
 // e.g. node bench/side-by-side.mjs reference=/tmp/ref/migration-client.js plain=bench/js-client.mjs \
 //        main=../main/lib/client.js this=.
@@ -19,6 +21,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
+import { cpuNs } from './cpu.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 let parsed
@@ -36,7 +39,9 @@ for (const a of parsed.positionals) {
     process.exit(2)
   }
   const [label, spec] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
-  impls.push({ label, ...entries(resolve(process.cwd(), spec)) })
+  const wasm = spec.startsWith('wasm:')
+  const forced = wasm ? { NAPI_RS_FORCE_WASI: 'error' } : {}
+  impls.push({ label, env: forced, ...entries(resolve(process.cwd(), wasm ? spec.slice('wasm:'.length) : spec)) })
 }
 if (impls.length < 2) {
   console.error('usage: node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12] <label>=<module or checkout> ...')
@@ -113,8 +118,8 @@ const next = (child, pred, what) =>
     }
     child.on('message', on)
   })
-function start(script, args, execArgv = []) {
-  const child = fork(join(here, script), args, { env, execArgv })
+function start(script, args, execArgv = [], extraEnv = {}) {
+  const child = fork(join(here, script), args, { env: { ...env, ...extraEnv }, execArgv })
   kids.add(child)
   return child
 }
@@ -137,10 +142,13 @@ async function run(id, scenario, n) {
   if (m.error) throw new Error(m.error)
   return m.times
 }
+/** The client process of each connection, by id: its CPU is read from /proc. */
+const pids = new Map()
 for (const [k, impl] of impls.entries()) {
   for (const role of ['source', 'target']) {
     const id = `${k}-${role}`
-    const child = start('client.mjs', [impl.esm, `ws://127.0.0.1:${port}/instances/${id}/${role}`], ['--expose-gc'])
+    const child = start('client.mjs', [impl.esm, `ws://127.0.0.1:${port}/instances/${id}/${role}`], ['--expose-gc'], impl.env)
+    pids.set(id, child.pid)
     await next(child, (m) => m.type === 'imported', `${impl.label} to import`)
     child.send({ cmd: 'connect' })
     await next(worker, (m) => m.type === 'connected' && m.id === id, `${impl.label} to connect`)
@@ -154,7 +162,12 @@ const put = (row, label, x) => ((rows[row] ??= {})[label] ??= []).push(x)
 for (let r = 0; r < opt.rounds; r++) {
   console.error(`side-by-side: round ${r + 1} of ${opt.rounds} …`)
   for (const s of SCENARIOS) {
-    for (const impl of rotation(r)) put(s.key, impl.label, median(await run(idOf(impl, s.role), s.key, s.n)))
+    for (const impl of rotation(r)) {
+      const id = idOf(impl, s.role)
+      const cpu0 = cpuNs(pids.get(id))
+      put(s.key, impl.label, median(await run(id, s.key, s.n)))
+      put(`${s.key}: client CPU per round trip`, impl.label, (cpuNs(pids.get(id)) - cpu0) / 1000 / s.n)
+    }
   }
   if (opt.imports === 0) continue
   const imports = importRound()
@@ -170,7 +183,7 @@ const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(1))
 const labels = impls.map((i) => i.label)
 const lines = [
   `side-by-side, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC — node ${process.version}; ${opt.rounds} alternating rounds; ` +
-    `round trips p50 in µs (${opt.n} a round, 3 ms apart and 36 KB ${Math.ceil(opt.n / 5)}), import in ms inside the process (median of ${opt.imports} processes a round)`,
+    `round trips p50 in µs (${opt.n} a round, 3 ms apart and 36 KB ${Math.ceil(opt.n / 5)}) and the client process's CPU per round trip in µs, import in ms inside the process (median of ${opt.imports} processes a round)`,
   '',
   `| p50 per round | ${labels.join(' | ')} |`,
   `|:--|${labels.map(() => '--:').join('|')}|`,

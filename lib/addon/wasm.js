@@ -83,10 +83,32 @@ function putBytes(data) {
   return data.length
 }
 
+// Where the bytes to write are copied out of the memory to: slices of one buffer, and a new
+// one when it is used up (a write the socket still holds keeps its slice, and with it the old
+// buffer), as Node's Buffer pool does. A `slice` of the memory per write is an ArrayBuffer of
+// its own: five times the cost of a write's copy (0.3–0.5 µs against 0.06).
+const WRITE_SLAB_BYTES = 64 * 1024
+let writeSlab = new Uint8Array(WRITE_SLAB_BYTES)
+let writeSlabAt = 0
+/** A copy of the memory's `len` bytes at `at`, for the socket to write.
+ *  @param {Uint8Array} memoryBytes @param {number} at @param {number} len */
+function copyOut(memoryBytes, at, len) {
+  if (len > WRITE_SLAB_BYTES) return memoryBytes.slice(at, at + len)
+  if (writeSlabAt + len > WRITE_SLAB_BYTES) {
+    writeSlab = new Uint8Array(WRITE_SLAB_BYTES)
+    writeSlabAt = 0
+  }
+  const copy = writeSlab.subarray(writeSlabAt, writeSlabAt + len)
+  copy.set(memoryBytes.subarray(at, at + len))
+  writeSlabAt += len
+  return copy
+}
+
 /** @type {JsAction[]} */
 const NONE = []
-/** The actions an event's function answered with, `len` bytes of JSON, after the bytes it has
- *  the glue write, if any (copied out: the next event reuses the memory).
+/** The actions an event's function answered with, `len` bytes of JSON (none: nothing to do,
+ *  the commonest answer), after the bytes it has the glue write, if any (copied out: the next
+ *  event reuses the memory).
  *  @param {number} len
  *  @returns {Array<JsAction | WriteAction>} */
 function answer(len) {
@@ -96,7 +118,11 @@ function answer(len) {
   const actions = len === 0 ? NONE : JSON.parse(decoder.decode(memoryBytes.subarray(words[cells], words[cells] + len)))
   if (writeLen === 0) return actions
   const at = words[cells + 1]
-  return [{ kind: 'Write', bytes: memoryBytes.slice(at, at + writeLen) }, ...actions]
+  /** @type {WriteAction} */
+  const write = { kind: 'Write', bytes: copyOut(memoryBytes, at, writeLen) }
+  if (len === 0) return [write]
+  actions.unshift(write)
+  return actions
 }
 
 /** The answer of a byte-stream read, or null when the bytes held nothing complete.
@@ -276,8 +302,9 @@ class Client {
     return answer(exports_.ctl_stream_connected(this.handle, nowMs))
   }
 
-  /** Bytes arrived: the answer to the first thing they complete, or null; `streamMore` then
-   *  says whether `streamRead` may find more.
+  /** Bytes arrived: the answer to the first thing they complete (read past what leaves this
+   *  glue nothing to do, as a pong), or null; `streamMore` then says whether `streamRead` may
+   *  find more.
    *  @param {Uint8Array} data @param {number} nowMs */
   streamData(data, nowMs) {
     const actions = streamAnswer(exports_.ctl_stream_data(this.handle, putBytes(data), nowMs))

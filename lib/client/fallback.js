@@ -10,6 +10,7 @@
 const { builtin } = require('../addon/own-require.js')
 const { hasLibuv } = require('../addon/platform.js')
 const { describe } = require('./values.js')
+const { coreTimer, openInPromiseJob } = require('./core-timer.js')
 
 /** @typedef {import('../addon/wasm').Client} Client */
 /** @typedef {import('../addon/binding').JsAction | import('../addon/wasm').WriteAction} Action */
@@ -60,14 +61,9 @@ function connectStream(target, onBytes) {
 function streamTransport(url, getCore, run) {
   /** @type {any} the current stream */
   let stream
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let timer
   return {
     open() {
-      // A promise job, as the JavaScript-socket transport opens: the same turn as the reference.
-      void Promise.resolve().then(() => {
-        const core = getCore()
-        if (core.finished) return
+      openInPromiseJob(getCore, (core) => {
         /** @type {any} */
         let s
         let connectEvent
@@ -123,17 +119,7 @@ function streamTransport(url, getCore, run) {
       s.unref?.()
       setTimeout(() => s.destroy(), CLOSE_HANDSHAKE_LIMIT_MS).unref()
     },
-    /** @param {number | undefined} ms */
-    setTimer(ms) {
-      clearTimeout(timer)
-      timer =
-        ms === undefined || ms === null
-          ? undefined
-          : setTimeout(() => {
-              timer = undefined
-              run(getCore().timerFired(performance.now()))
-            }, ms)
-    },
+    setTimer: coreTimer(getCore, run),
   }
 }
 

@@ -4,6 +4,7 @@
 // is asked for, events are handled synchronously, and the core's one timer is a JavaScript timer.
 
 const { describe, frameText } = require('./values.js')
+const { coreTimer, openInPromiseJob } = require('./core-timer.js')
 
 /** @typedef {import('../addon/binding').JsAction} JsAction */
 
@@ -59,8 +60,6 @@ function jsSocketTransport(Ctor, url, getCore, run) {
   const pings = socketPings(Ctor)
   /** @type {any} */
   let socket
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let timer
   const forget = () => {
     const s = socket
     socket = undefined
@@ -68,11 +67,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
   }
   return {
     open() {
-      // A promise job, not queueMicrotask: the same turn as the reference's `await`, and one a
-      // test's fake timers cannot hold back (vitest can fake queueMicrotask).
-      void Promise.resolve().then(() => {
-        const core = getCore()
-        if (core.finished) return
+      openInPromiseJob(getCore, (core) => {
         /** @type {any} */
         let s
         try {
@@ -142,17 +137,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         // already gone
       }
     },
-    /** @param {number | undefined} ms */
-    setTimer(ms) {
-      clearTimeout(timer)
-      timer =
-        ms === undefined || ms === null
-          ? undefined
-          : setTimeout(() => {
-              timer = undefined
-              run(getCore().timerFired(performance.now()))
-            }, ms)
-    },
+    setTimer: coreTimer(getCore, run),
   }
 }
 

@@ -123,12 +123,17 @@ impl Client {
             written: Vec::new(),
             end_stream: false,
         });
-        let core = Protocol::new(Config::for_transport(
+        let mut core = Protocol::new(Config::for_transport(
             options,
             seed,
             own_socket,
             own_socket || pings,
         ));
+        if own_socket {
+            // node:net cannot let a pong wait in the socket (no SO_RCVLOWAT): a burst's reports
+            // share their pings rather than wake the product's thread for a pong each.
+            core.put_off_pings_in_bursts();
+        }
         Client {
             core,
             now,
@@ -181,7 +186,10 @@ impl Client {
                 delay_ms: next.map(|at| timer_delay_ms(at - self.now)),
             });
         }
-        write_json(out, &js);
+        // Nothing for the glue is no text at all: it has nothing to decode or parse.
+        if !js.is_empty() {
+            write_json(out, &js);
+        }
     }
 
     /// A report, or the one action saying it was over the frame cap.
@@ -315,8 +323,22 @@ impl Client {
 
     /// Reads the next thing the bytes that arrived hold (the upgrade's answer, a frame) and
     /// feeds it to the core; false when they hold nothing complete. One at a time, so each
-    /// frame's handlers are called before the next frame is read.
+    /// frame's handlers are called before the next frame is read; but what leaves the glue
+    /// nothing to do (a report's pong, mostly, read with the worker's next frame) is not handed
+    /// back on its own: the next thing is read in the same crossing.
     pub fn stream_read(&mut self, out: &mut Vec<u8>, now: f64) -> bool {
+        let mut read = false;
+        while self.read_one(out, now) {
+            read = true;
+            if !out.is_empty() || !self.stream_more() {
+                break;
+            }
+        }
+        read
+    }
+
+    /// Reads the next thing the bytes that arrived hold, as [`Client::stream_read`], one only.
+    fn read_one(&mut self, out: &mut Vec<u8>, now: f64) -> bool {
         let Some(own) = self.own.as_mut() else {
             return false;
         };

@@ -6,7 +6,7 @@
 //! UTF-8 into the module's input buffer ([`ctl_input`] says where, growing it), calls the event's
 //! function with a client's handle, the lengths and numbers (the time on the glue's clock), and
 //! gets back the length of the answer: the actions to carry out now, one JSON array
-//! ([`actions`]), at the address in the cells [`ctl_output_cells`] names, and with it the bytes
+//! ([`actions`]; no text at all when there are none, the commonest answer), at the address in the cells [`ctl_output_cells`] names, and with it the bytes
 //! to write to the glue's byte stream when the module speaks WebSocket itself ([`wire`]).
 //!
 //! The module is single-threaded and never calls out, so no event can arrive during another.
@@ -383,7 +383,8 @@ pub extern "C" fn ctl_stream_connected(handle: u32, now: f64) -> u32 {
 }
 
 /// The input's first `len` bytes arrived on the byte stream. The answer to the first thing they
-/// complete (the upgrade's answer, a frame), or -1 when they complete nothing.
+/// complete (the upgrade's answer, a frame; past a pong, which leaves the glue nothing to do),
+/// or -1 when they complete nothing.
 #[no_mangle]
 pub extern "C" fn ctl_stream_data(handle: u32, len: u32, now: f64) -> i32 {
     let mut read = false;

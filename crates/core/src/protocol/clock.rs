@@ -26,6 +26,13 @@ const MIN_DELAY_MS: f64 = 1.0;
 /// transport's own thread, which ends the wait, wakes for it twice per this period at most, not
 /// per report; at 5 ms a burst of 200 round trips woke it 20 times, at this a handful.
 pub const PONG_WAIT_MS: f64 = 50.0;
+/// D13 where a burst's reports share their pings ([`Protocol::put_off_pings_in_bursts`]): a
+/// report made within this long of the latest one sent with its ping goes without one, and
+/// the last of them gets it when this has passed. As long as a pong may wait natively, so a
+/// report's `confirmed` note is no later on either build; long enough that a burst of round
+/// trips 3 ms apart shares its pings too (each pong of those wakes the product's thread from
+/// idle), and the ping and the timer of a burst cost nothing that shows per round trip.
+pub const BURST_MS: f64 = PONG_WAIT_MS;
 
 /// The protocol's rules about time, one deadline each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,15 +48,18 @@ pub enum Deadline {
     /// D13: the pong to a report's ping has waited long enough to be read with a frame; the
     /// transport reads it on its own from now on ([`PONG_WAIT_MS`]).
     PongWait,
+    /// D13: a burst's time is up ([`BURST_MS`]): the report whose ping was put off gets it.
+    BurstPing,
 }
 
 impl Deadline {
-    const ALL: [Deadline; 5] = [
+    const ALL: [Deadline; 6] = [
         Deadline::Reconnect,
         Deadline::Connect,
         Deadline::Ping,
         Deadline::Silence,
         Deadline::PongWait,
+        Deadline::BurstPing,
     ];
 }
 
@@ -61,6 +71,7 @@ pub(super) struct Deadlines {
     ping: Option<f64>,
     silence: Option<f64>,
     pong_wait: Option<f64>,
+    burst_ping: Option<f64>,
 }
 
 impl Deadlines {
@@ -71,6 +82,7 @@ impl Deadlines {
             Deadline::Ping => self.ping,
             Deadline::Silence => self.silence,
             Deadline::PongWait => self.pong_wait,
+            Deadline::BurstPing => self.burst_ping,
         }
     }
 
@@ -81,6 +93,7 @@ impl Deadlines {
             Deadline::Ping => &mut self.ping,
             Deadline::Silence => &mut self.silence,
             Deadline::PongWait => &mut self.pong_wait,
+            Deadline::BurstPing => &mut self.burst_ping,
         }
     }
 
@@ -102,7 +115,7 @@ impl Deadlines {
 
     /// Those due by `now`, earliest first.
     pub fn due(&self, now: f64) -> impl Iterator<Item = (f64, Deadline)> {
-        let mut due: [Option<(f64, Deadline)>; 5] =
+        let mut due: [Option<(f64, Deadline)>; 6] =
             Deadline::ALL.map(|d| self.get(d).filter(|at| *at <= now).map(|at| (at, d)));
         // The ones not due last.
         due.sort_by(|a, b| match (a, b) {
@@ -222,12 +235,20 @@ impl Protocol {
             Deadline::Ping => {
                 if let Some(period) = self.heartbeat_period_ms() {
                     let number = self.next_ping();
+                    self.ping_follows_report(number);
                     self.actions.push_back(Action::Ping(number));
                     self.arm(Deadline::Ping, period);
                 }
             }
             // Over: `pong_may_wait` says so to the transport.
             Deadline::PongWait => {}
+            Deadline::BurstPing => {
+                if self.owes_ping() {
+                    let number = self.next_ping();
+                    self.ping_follows_report(number);
+                    self.actions.push_back(Action::Ping(number));
+                }
+            }
             Deadline::Silence => {
                 let Some(limit) = self.silence_limit_ms() else {
                     return;
@@ -261,12 +282,27 @@ impl Protocol {
         self.awaits_pong() && self.deadlines.get(Deadline::PongWait).is_some()
     }
 
-    /// A report went out with a ping after it: its pong may wait, from the first such report on
-    /// for [`PONG_WAIT_MS`].
-    pub(super) fn arm_pong_wait(&mut self) {
-        if self.deadlines.get(Deadline::PongWait).is_none() {
+    /// The ping to follow a report (D13), if it is to go in the report's write: none on a
+    /// transport that cannot ping, nor for a report in a burst whose pings are put off
+    /// ([`Protocol::put_off_pings_in_bursts`]), which gets one when the burst's time is up.
+    /// Otherwise its pong may wait, from the first such report on for [`PONG_WAIT_MS`], on a
+    /// transport that can let it.
+    pub(super) fn report_ping(&mut self) -> Option<u64> {
+        if !self.cfg.confirm_by_ping {
+            return None;
+        }
+        if self.burst_pings_put_off {
+            if let Some(from) = self.burst_from.filter(|from| self.now - from < BURST_MS) {
+                if self.deadlines.get(Deadline::BurstPing).is_none() {
+                    self.deadlines.set(Deadline::BurstPing, from, BURST_MS);
+                }
+                return None;
+            }
+            self.burst_from = Some(self.now);
+        } else if self.deadlines.get(Deadline::PongWait).is_none() {
             self.arm(Deadline::PongWait, PONG_WAIT_MS);
         }
+        Some(self.next_ping())
     }
 
     /// The time a transport event carried, or the transport's clock before a product call
@@ -287,9 +323,11 @@ impl Protocol {
             Deadline::Ping,
             Deadline::Silence,
             Deadline::PongWait,
+            Deadline::BurstPing,
         ] {
             self.deadlines.clear(deadline);
         }
+        self.burst_from = None;
     }
 
     /// Arms the reconnect, and says in how long; none when there will be no reconnect (or one

@@ -21,7 +21,7 @@ pub use actions::*;
 #[cfg(test)]
 use clock::CLOSE_HANDSHAKE_LIMIT_MS;
 use clock::{display_ms, Deadlines, Waiting};
-pub use clock::{timer_delay_ms, Deadline, Wait, PONG_WAIT_MS};
+pub use clock::{timer_delay_ms, Deadline, Wait, BURST_MS, PONG_WAIT_MS};
 
 use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
@@ -173,6 +173,11 @@ pub struct Protocol {
     last_ping: u64,
     /// Bytes handed to the current socket.
     sent_bytes: u64,
+    /// D13: a burst's reports share their pings ([`Protocol::put_off_pings_in_bursts`]).
+    burst_pings_put_off: bool,
+    /// When the current socket's latest report sent with its own ping went, while pings are
+    /// put off in bursts.
+    burst_from: Option<f64>,
     state_request: Option<StateRequest>,
     actions: VecDeque<Action>,
     /// xorshift64* state for the jitter.
@@ -198,6 +203,8 @@ impl Protocol {
             unconfirmed: None,
             last_ping: 0,
             sent_bytes: 0,
+            burst_pings_put_off: false,
+            burst_from: None,
             state_request: None,
             actions: VecDeque::new(),
             // xorshift must not start at zero.
@@ -228,6 +235,20 @@ impl Protocol {
 
     pub fn has_held_report(&self) -> bool {
         self.held.is_some()
+    }
+
+    /// D13 on a transport whose socket cannot let a pong wait to be read with the worker's next
+    /// frame (the WebAssembly build's `node:net` stream: no `SO_RCVLOWAT`), where each report's
+    /// pong would wake the product's thread on its own in the middle of a fast exchange. A
+    /// report made within [`BURST_MS`] of the latest one sent with its ping goes without one;
+    /// when that time is up, the report then unconfirmed gets its ping (a heartbeat ping sent
+    /// before serves as well). Reports replace each other, so a burst of round trips costs two
+    /// pings per [`BURST_MS`], not one each, while a report made on its own (the first after a
+    /// pause) goes with its ping in the same write, as natively. Nothing is lost: a report
+    /// unconfirmed at a drop is held as ever; a worker that read one in a burst and died before
+    /// its ping gets it again (D13's one harmless duplicate).
+    pub fn put_off_pings_in_bursts(&mut self) {
+        self.burst_pings_put_off = true;
     }
 
     /// Queue [`Note`]s of these kinds from now on (none by default).
@@ -610,6 +631,9 @@ impl Protocol {
         }
         if let Some(held) = self.held.take() {
             self.send_report(held);
+            // Sent once at the ack, not in an exchange: the product's next report is one on
+            // its own, not in a burst with it.
+            self.burst_from = None;
         }
         self.call(Call::connected(self.role, self.migration_id.clone()));
     }
@@ -636,10 +660,7 @@ impl Protocol {
             self.note_report(type_name, ReportOutcome::Sent);
             return;
         }
-        if self.cfg.confirm_by_ping {
-            out.ping_after = Some(self.next_ping());
-            self.arm_pong_wait();
-        }
+        out.ping_after = self.report_ping();
         self.send(out.clone());
         self.note_report(type_name, ReportOutcome::Sent);
         if let Some(older) = self.unconfirmed.take() {
@@ -657,6 +678,26 @@ impl Protocol {
         self.unconfirmed
             .as_ref()
             .is_some_and(|u| u.out.ping_after.is_some())
+    }
+
+    /// A ping numbered `number` goes out after the unconfirmed report, whose own ping may have
+    /// been put off ([`Protocol::put_off_pings_in_bursts`]): its pong proves the report read.
+    pub(super) fn ping_follows_report(&mut self, number: u64) {
+        if !self.cfg.confirm_by_ping {
+            return;
+        }
+        if let Some(u) = self.unconfirmed.as_mut() {
+            u.out.ping_after.get_or_insert(number);
+        }
+    }
+
+    /// The unconfirmed report, if its ping was put off and has not gone yet.
+    pub(super) fn owes_ping(&self) -> bool {
+        self.cfg.confirm_by_ping
+            && self
+                .unconfirmed
+                .as_ref()
+                .is_some_and(|u| u.out.ping_after.is_none())
     }
 
     /// The number for the next ping.

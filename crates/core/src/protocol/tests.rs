@@ -1093,19 +1093,29 @@ fn a_confirmed_report_is_never_sent_again() {
     assert!(sent(&actions).is_empty(), "{:?}", sent(&actions));
 }
 
-#[test]
-fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
+/// A clocked core with a heartbeat of 1000 ms on a transport that pings, connected and
+/// observing reports; `put_off` puts a burst's pings off.
+fn clocked_pinging(put_off: bool) -> Clocked {
     let mut c = Clocked::new(1_000.0, 0.0);
     c.p = Protocol::new(Config {
         confirm_by_ping: true,
         ..c.p.cfg.clone()
     });
+    if put_off {
+        c.p.put_off_pings_in_bursts();
+    }
     c.p.start(0.0);
     acked(&mut c);
     c.p.observe(Observed {
         reports: true,
         ..Observed::default()
     });
+    c
+}
+
+#[test]
+fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
+    let mut c = clocked_pinging(false);
     c.advance_to(1_000.0);
     let heartbeat = c.drain();
     assert!(heartbeat.contains(&Action::Ping(1)), "{heartbeat:?}");
@@ -1158,6 +1168,104 @@ fn a_reports_pong_may_wait_to_be_read_with_a_frame_for_a_while() {
     p.on_error(6.0);
     assert_eq!(p.deadline(Deadline::PongWait), None);
     assert!(!p.pong_may_wait());
+}
+
+/// A connected core on a transport that pings and puts off a burst's pings.
+fn pinging_in_bursts() -> Protocol {
+    let mut p = pinging();
+    p.put_off_pings_in_bursts();
+    p
+}
+
+const READY: &str = r#"{"type":"target-ready","payload":1}"#;
+
+#[test]
+fn a_burst_of_reports_shares_its_pings_and_the_last_is_confirmed_when_the_burst_is_over() {
+    let mut p = pinging_in_bursts();
+    p.report_ready("1".into()).ok();
+    assert_eq!(
+        sent_with_pings(&take(&mut p)),
+        [(READY.to_owned(), Some(1))]
+    );
+    p.on_pong(&1u64.to_be_bytes(), 0.5);
+    take(&mut p);
+    // The worker's next frame, and the report it asks for, within the burst: no ping of its own.
+    p.tell(1.0);
+    p.report_stopped_output("1".into()).ok();
+    assert_eq!(sent_with_pings(&take(&mut p)), [(STOPPED.to_owned(), None)]);
+    assert_eq!(p.deadline(Deadline::BurstPing), Some(BURST_MS));
+    assert!(!p.pong_may_wait(), "a pong cannot wait on such a transport");
+    // A stray or older pong proves nothing about it.
+    p.on_pong(&1u64.to_be_bytes(), 1.5);
+    assert!(report_outcomes(&take(&mut p)).is_empty());
+    // The burst's time is up: the latest report gets its ping, and its pong confirms it.
+    fire(&mut p, Deadline::BurstPing);
+    assert_eq!(take(&mut p), [Action::Ping(2)]);
+    p.on_pong(&2u64.to_be_bytes(), BURST_MS + 0.1);
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [("source-stopped-output", ReportOutcome::Confirmed)]
+    );
+    // A report after the burst goes with its own ping again, and starts another.
+    p.tell(BURST_MS + 0.2);
+    p.report_ready("1".into()).ok();
+    assert_eq!(
+        sent_with_pings(&take(&mut p)),
+        [(READY.to_owned(), Some(3))]
+    );
+    assert_eq!(p.deadline(Deadline::BurstPing), None);
+}
+
+#[test]
+fn a_report_whose_ping_was_put_off_is_held_at_a_drop_and_sent_again_with_its_own() {
+    let mut p = pinging_in_bursts();
+    p.report_ready("1".into()).ok();
+    p.tell(1.0);
+    p.report_stopped_output("1".into()).ok();
+    take(&mut p);
+    p.on_error(1.5);
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [("source-stopped-output", ReportOutcome::Held)]
+    );
+    // The burst was the socket's: it ends with it.
+    assert_eq!(p.deadline(Deadline::BurstPing), None);
+    let actions = reconnect(&mut p);
+    assert_eq!(sent_with_pings(&actions), [(STOPPED.to_owned(), Some(2))]);
+    // Sent once at the ack, the held report starts no burst: the product's next report made
+    // right after it goes with its own ping.
+    p.report_ready("2".into()).ok();
+    let ready_again = r#"{"type":"target-ready","payload":2}"#;
+    assert_eq!(
+        sent_with_pings(&take(&mut p)),
+        [(ready_again.to_owned(), Some(3))]
+    );
+}
+
+#[test]
+fn a_heartbeat_ping_after_a_report_whose_ping_was_put_off_confirms_it() {
+    let mut c = clocked_pinging(true);
+    // Made just before the heartbeat's ping is due, the second report's ping is put off.
+    c.p.tell(999.0);
+    c.p.report_ready("1".into()).ok();
+    c.p.tell(999.5);
+    c.p.report_stopped_output("1".into()).ok();
+    c.collect();
+    assert_eq!(
+        sent_with_pings(&c.drain()),
+        [(READY.to_owned(), Some(1)), (STOPPED.to_owned(), None)]
+    );
+    // The heartbeat's ping goes after it, and serves: none more when the burst is over.
+    c.advance_to(1_000.0);
+    assert!(c.drain().contains(&Action::Ping(2)));
+    c.advance_to(999.0 + BURST_MS);
+    assert_eq!(pings(&c.drain()), 0);
+    c.p.on_pong(&2u64.to_be_bytes(), 1_001.5);
+    c.collect();
+    assert_eq!(
+        report_outcomes(&c.drain()),
+        [("source-stopped-output", ReportOutcome::Confirmed)]
+    );
 }
 
 #[test]
