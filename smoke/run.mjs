@@ -211,6 +211,8 @@ const checks = [
             const connected = signal()
             const client = track(connectMigration({ onConnected: () => connected.resolve() }, worker.env('job', variant), quiet))
             await within(connected.promise, 5_000, `connect with the global WebSocket: ${variant}`)
+            // The worker's records arrive as events, possibly after the client's hello-ack.
+            await worker.waitForFrame('hello')
             client.close()
           }
         } finally {
