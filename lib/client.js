@@ -16,6 +16,8 @@ const { nativeClient } = require('./client/native.js')
 const { resolveOptions } = require('./client/options.js')
 const { isStateRefusal, stateRefusal } = require('./client/refusal.js')
 const { appliedSummary, describe, payloadJson } = require('./client/values.js')
+const { PACKAGE } = require('./addon/platform.js')
+const { VERSION } = require('./addon/own-require.js')
 
 /** @typedef {import('./addon/binding').JsAction | import('./addon/wasm').WriteAction} JsAction */
 
@@ -165,4 +167,13 @@ function socketClient(handlers, url, token, name, opts) {
   return disposable(client)
 }
 
-module.exports = { connectMigration, stateRefusal, isStateRefusal, channels: diagnostics.channels }
+// One client per process and version, however it was loaded: `require` takes the CommonJS
+// bundle and Node's `import` an ES module bundle, each with a copy of this glue
+// (scripts/bundle-glue.mjs). The first copy to load serves both, so both entries give the same
+// functions and the same `channels`.
+const INSTANCE = Symbol.for(`${PACKAGE}@${VERSION}`)
+/** @type {Record<symbol, unknown>} */
+const processWide = globalThis
+module.exports = /** @type {{ connectMigration: typeof connectMigration, stateRefusal: typeof stateRefusal, isStateRefusal: typeof isStateRefusal, channels: typeof diagnostics.channels }} */ (
+  (processWide[INSTANCE] ??= { connectMigration, stateRefusal, isStateRefusal, channels: diagnostics.channels })
+)

@@ -1,13 +1,9 @@
-// ESM entry on Node: the CommonJS module itself, so that both entries share one module instance
-// and one addon. Required through createRequire, not imported: importing a CommonJS module
-// starts Node's CommonJS translator and its export lexer for it (docs/performance.md, "Issue 29
-// again"). Bundlers do not follow createRequire: the package's "exports" give them
-// lib/client.bundler.mjs under the "module" condition, the same exports over a static import
-// (scripts/bundle-glue.mjs).
-import { createRequire } from 'node:module'
-
-/** @type {typeof import('./client.js')} */
-const client = createRequire(import.meta.url)('./client.js')
+// The ESM entry: the CommonJS glue's exports as named ones. What Node's `import` loads is this
+// file bundled with the glue as one ES module (lib/client.bundle.mjs, scripts/bundle-glue.mjs),
+// without the CommonJS loader: starting that from an ES module costs an import more than the
+// rest of the glue does (docs/performance.md, "Node's ESM entry, one module"). Both bundles
+// serve one client per process (lib/client.js).
+import client from './client.js'
 
 export const connectMigration = client.connectMigration
 export const stateRefusal = client.stateRefusal

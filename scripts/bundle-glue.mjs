@@ -1,12 +1,12 @@
 // Bundles the client's JavaScript glue (lib/client.js and what it requires) into one file per
-// entry, what the package's "main" and "exports" point to: lib/client.bundle.js (CommonJS);
-// lib/client.bundle.mjs, Node's ESM entry, which requires that bundle through createRequire (one
-// module instance, and no CommonJS translator or export lexer at import: docs/performance.md,
-// "Issue 29 again"); lib/client.bundler.mjs, the "module" condition's entry for bundlers (which do
-// not follow createRequire), the same exports over a static import of the CommonJS bundle. Why:
-// each module is a resolve, a read and a compile at start-up. What loads on first use stays out
-// (own-require.js's `require` is one esbuild does not follow): napi-rs's loader, the .node binary,
-// the WebAssembly fallback (lib/addon/wasm.js and the .wasm).
+// entry, what the package's "main" and "exports" point to: lib/client.bundle.js (CommonJS, for
+// `require`); lib/client.bundle.mjs, Node's ESM entry, the same glue as one ES module (the first
+// of the two to load serves both: lib/client.js); lib/client.bundler.mjs, the "module"
+// condition's entry for bundlers, the same exports over a static import of the CommonJS bundle
+// (one copy of the glue in a product's bundle, and no top-level await in it). Why: each module is
+// a resolve, a read and a compile at start-up. What loads on first use stays out
+// (own-require.js's `require` is one esbuild does not follow): napi-rs's loader, the .node
+// binary, the WebAssembly fallback (lib/addon/wasm.js and the .wasm).
 //   node scripts/bundle-glue.mjs        (scripts/build.sh and scripts/publish.sh run it)
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -27,11 +27,29 @@ await build({
   logLevel: 'warning',
 })
 
-// The ESM entry is lib/client.mjs as it is, requiring the CommonJS bundle instead of its source.
+// Node's ESM entry: lib/client.mjs and the glue as one ES module. The glue is CommonJS and asks
+// for `require` and `__filename`, which an ES module has not got: its `require` calls reach
+// builtins only (own-require.js's `builtin`, platform.js), from process.getBuiltinModule
+// (Node 20.16+, 22.3+, Bun, Deno); where that is missing, from a createRequire, imported only
+// there (importing node:module costs as much again as the rest of the entry).
+await build({
+  entryPoints: [path.join(lib, 'client.mjs')],
+  outfile: path.join(lib, 'client.bundle.mjs'),
+  format: 'esm',
+  bundle: true,
+  platform: 'node',
+  target: 'node20.0',
+  legalComments: 'none',
+  logLevel: 'warning',
+  banner: {
+    js: [
+      "const require = typeof process.getBuiltinModule === 'function' ? undefined : (await import('node:module')).createRequire(import.meta.url)",
+      "const __filename = (require ? require('node:url') : process.getBuiltinModule('node:url')).fileURLToPath(import.meta.url)",
+    ].join('\n'),
+  },
+})
+
 const esmEntry = readFileSync(path.join(lib, 'client.mjs'), 'utf8')
-const requireSource = "createRequire(import.meta.url)('./client.js')"
-if (esmEntry.split(requireSource).length !== 2) throw new Error(`lib/client.mjs must contain ${requireSource} once`)
-writeFileSync(path.join(lib, 'client.bundle.mjs'), esmEntry.replace(requireSource, "createRequire(import.meta.url)('./client.bundle.js')"))
 // Its exports, as lib/client.mjs lists them.
 const exportLines = esmEntry.split('\n').filter((line) => /^export const (\w+) = client\.\1$/.test(line))
 if (exportLines.length === 0) throw new Error('lib/client.mjs exports nothing this script recognises')

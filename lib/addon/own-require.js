@@ -103,4 +103,4 @@ function ownRequire(id) {
   return packageRequire()(id)
 }
 
-module.exports = { ownRequire, packageRequire, installedRequire, builtin, BUNDLED_CODE }
+module.exports = { ownRequire, packageRequire, installedRequire, builtin, BUNDLED_CODE, VERSION }

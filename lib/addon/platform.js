@@ -26,7 +26,9 @@ function libc() {
     // fall through to the file system
   }
   try {
-    return require('fs').readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? 'musl' : 'gnu'
+    // Node's ES module bundle of the glue has no `require` where the runtime has getBuiltinModule.
+    const fs = typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule('fs') : require('fs')
+    return fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? 'musl' : 'gnu'
   } catch {
     return 'gnu'
   }
