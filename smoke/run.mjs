@@ -158,7 +158,7 @@ const checks = [
       }),
   ],
   [
-    'process: CJS product stays up while connected and exits by itself after close',
+    'process: CJS product stays up while connected and exits by itself after close; its import gives what it required',
     () =>
       withWorker(async (worker) => {
         let connectedAt
@@ -178,8 +178,9 @@ const checks = [
         assert.equal(timedOut, false, `the product did not exit by itself after close; stderr: ${stderr}`)
         assert.equal(code, 0, `exit code; stderr: ${stderr}`)
         assert.ok(connectedAt, 'the product connected')
+        assert.deepEqual(facts.find((f) => 'importGivesTheSame' in f), { importGivesTheSame: true })
         assert.deepEqual(
-          facts.filter((f) => !f.started),
+          facts.filter((f) => !f.started && !('importGivesTheSame' in f)),
           [
             { connected: true, role: 'source' },
             { closed: true, reason: 'the parent says stop', connected: false },
