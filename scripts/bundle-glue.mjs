@@ -15,17 +15,10 @@ import { build } from 'esbuild'
 
 const lib = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'lib')
 
-await build({
-  entryPoints: [path.join(lib, 'client.js')],
-  outfile: path.join(lib, 'client.bundle.js'),
-  format: 'cjs',
-  bundle: true,
-  platform: 'node',
-  target: 'node20.0',
-  // Readable stack traces for products: not minified, and one comment per source file.
-  legalComments: 'none',
-  logLevel: 'warning',
-})
+// Readable stack traces for products: not minified, and one comment per source file.
+const bundle = { bundle: true, platform: 'node', target: 'node20.0', legalComments: 'none', logLevel: 'warning' }
+
+await build({ ...bundle, entryPoints: [path.join(lib, 'client.js')], outfile: path.join(lib, 'client.bundle.js'), format: 'cjs' })
 
 // Node's ESM entry: lib/client.mjs and the glue as one ES module. The glue is CommonJS and asks
 // for `require` and `__filename`, which an ES module has not got: its `require` calls reach
@@ -33,14 +26,10 @@ await build({
 // (Node 20.16+, 22.3+, Bun, Deno); where that is missing, from a createRequire, imported only
 // there (importing node:module costs as much again as the rest of the entry).
 await build({
+  ...bundle,
   entryPoints: [path.join(lib, 'client.mjs')],
   outfile: path.join(lib, 'client.bundle.mjs'),
   format: 'esm',
-  bundle: true,
-  platform: 'node',
-  target: 'node20.0',
-  legalComments: 'none',
-  logLevel: 'warning',
   banner: {
     js: [
       "const require = typeof process.getBuiltinModule === 'function' ? undefined : (await import('node:module')).createRequire(import.meta.url)",
