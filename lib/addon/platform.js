@@ -4,7 +4,8 @@
 // both load on first use.
 
 const PACKAGE = '@norskvideo/ctl-migration'
-/** The platforms with a prebuilt binary: package.json `napi.targets`, by npm/<platform>. */
+/** The platforms with a prebuilt binary: package.json `napi.targets`, by npm/<platform> (kept
+ *  equal by __test__/platform.test.ts: reading package.json here would put all of it in the bundle). */
 const SUPPORTED = [
   'linux-x64-gnu',
   'linux-arm64-gnu',
