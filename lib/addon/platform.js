@@ -4,8 +4,8 @@
 // both load on first use.
 
 const PACKAGE = '@norskvideo/ctl-migration'
-/** The platforms with a prebuilt binary: package.json `napi.targets`, by npm/<platform> (kept
- *  equal by __test__/platform.test.ts: reading package.json here would put all of it in the bundle). */
+/** The platforms with a prebuilt binary: package.json `napi.targets`, by npm/<platform> as napi's
+ *  CLI names them (a build tool, not loaded at run time; __test__/platform.test.ts keeps the two equal). */
 const SUPPORTED = [
   'linux-x64-gnu',
   'linux-arm64-gnu',
