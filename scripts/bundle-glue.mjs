@@ -15,8 +15,17 @@ import { build } from 'esbuild'
 
 const lib = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'lib')
 
+const { version } = JSON.parse(readFileSync(path.join(lib, '..', 'package.json'), 'utf8'))
+/** @type {import('esbuild').Plugin} own-require.js reads the version from package.json: the
+ *  bundles carry that and not the rest of the manifest (scripts, files, devDependencies). */
+const versionOnly = {
+  name: 'package-version-only',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]package\.json$/ }, () => ({ contents: JSON.stringify({ version }), loader: 'json' }))
+  },
+}
 // Readable stack traces for products: not minified, and one comment per source file.
-const bundle = { bundle: true, platform: 'node', target: 'node20.0', legalComments: 'none', logLevel: 'warning' }
+const bundle = { bundle: true, platform: 'node', target: 'node20.0', legalComments: 'none', logLevel: 'warning', plugins: [versionOnly] }
 
 await build({ ...bundle, entryPoints: [path.join(lib, 'client.js')], outfile: path.join(lib, 'client.bundle.js'), format: 'cjs' })
 
