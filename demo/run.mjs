@@ -76,33 +76,35 @@ function startProduct(label, env) {
   return product
 }
 
-function summary(value, width = 60) {
+function summary(value, width = 36) {
   const text = value === undefined ? '' : JSON.stringify(value)
   return text.length > width ? `${text.slice(0, width - 1)}…` : text
 }
 
-/** Rows of cells, each column as wide as its widest cell; a trailing latency right-aligned. */
+/** Rows of cells, each column as wide as its widest cell; a trailing latency right-aligned.
+ *  Every line of the demo fits an 80-column terminal. */
 function printTable(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)))
   for (const row of rows) {
     const cells = row.map((cell, i) => (i === row.length - 1 && i === widths.length - 1 ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
-    say(`  ${cells.join('   ').trimEnd()}`)
+    say(`  ${cells.join('  ').trimEnd()}`)
   }
 }
 
 function stepRows(timeline, launched) {
   return timeline.steps.map((s) => [
     s.step,
-    s.sent === 'launch' ? `starts a target (pid ${launched?.pid})` : `${s.sent} → ${s.side}`,
-    s.received === 'hello' ? 'hello (connected as target)' : `${s.received} ${summary(s.payload)}`,
+    s.side,
+    s.received === 'hello' ? `hello from pid ${launched?.pid} (a new target)` : `${s.received} ${summary(s.payload)}`,
     `${s.latencyMs.toFixed(2)} ms`,
   ])
 }
 
-const HEADER = ['step', 'the worker', 'the answer', 'latency']
+// The worker's step (propose is its get-state), whom it went to, and what came back.
+const HEADER = ['step', 'to', 'the answer', 'latency']
 
 async function main() {
-  say('ctl-migration demo: a worker simulator and product processes hand a streaming counter over')
+  say('ctl-migration demo: product processes hand a streaming counter over')
   const worker = await startTestWorker()
   say()
   say(`worker    the simulator, listening on ${worker.url} (in this process)`)
@@ -111,7 +113,7 @@ async function main() {
   const source = startProduct('source', sourceEnv)
   await worker.waitForConnection(sourceEnv, { timeoutMs: WAIT_MS })
   await source.when('five outputs', () => source.outputs().length >= 5)
-  say(`source    pid ${source.pid}, instance counter/main, connected as source, streaming: ${source.outputs().join(' ')} …`)
+  say(`source    pid ${source.pid}, counter/main, connected, streaming: ${source.outputs().join(' ')} …`)
 
   // 1. A full handover.
   heading('migration m-1: a full handover')
@@ -134,7 +136,7 @@ async function main() {
   if (sourceOutput[sourceOutput.length - 1] !== last || first !== last + 1) {
     throw new Error(`the counter broke: the source's last value was ${sourceOutput[sourceOutput.length - 1]} (it said ${last}), the target's first ${first}`)
   }
-  say(`  the source streamed ${sourceOutput[0]}…${last} and stopped; the target went on from ${first}: no gap, no repeat`)
+  say(`  the source streamed ${sourceOutput[0]}…${last}, the target went on from ${first}: no gap, no repeat`)
 
   // 2. The old source refuses.
   heading('migration m-2: the old source refuses')
@@ -148,7 +150,7 @@ async function main() {
   }
   await source.stop()
   const retired = await worker.waitForClose({ from: sourceEnv })
-  say(`  the old source is retired (SIGTERM): it closed its socket (${retired.code} ${retired.reason}) and exited`)
+  say(`  retired with SIGTERM, the old source closed (${retired.code} ${retired.reason}) and exited`)
 
   // 3. Aborted half-way, after the new target is ready.
   heading('migration m-3: aborted half-way')
@@ -165,13 +167,13 @@ async function main() {
       standby = startProduct('standby', env)
     },
   })
-  printTable([HEADER, ...stepRows(aborted, standby), ['abort', 'abort → source and target', JSON.stringify(aborted.aborted.reason), '']])
+  printTable([HEADER, ...stepRows(aborted, standby), ['abort', 'both', JSON.stringify(aborted.aborted.reason), '']])
   const mark = target.outputs().length
   await target.when('three more outputs', () => target.outputs(mark).length >= 3)
   say(`  the live instance kept streaming: … ${target.outputs(mark).slice(0, 3).join(' ')} …`)
   const exit = await standby.stop()
   await worker.waitForClose({ from: standbyEnv })
-  say(`  the new target never went live; the worker stops it (SIGTERM): it closed its client and exited (code ${exit})`)
+  say(`  the new target never went live: on SIGTERM it closed its client, exit code ${exit}`)
 
   // Done: stop the product, then the worker.
   await target.stop()
