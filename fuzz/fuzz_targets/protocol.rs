@@ -18,7 +18,9 @@
 //!   after 4409;
 //! - `connected()` is true exactly while the socket is open and acked;
 //! - D13: every report goes out with a ping numbered above every earlier one, heartbeat pings
-//!   included; a report stays unconfirmed until the worker answers a ping at least that number,
+//!   included (with a burst's pings put off, as the WebAssembly build does, a report may go
+//!   without, and then the next ping the core sends is its own, and one is due while it owes
+//!   it); a report stays unconfirmed until the worker answers a ping at least that number,
 //!   which it can only do once it read the report (the model's worker answers only pings it
 //!   read, in order); one unconfirmed when its socket ends is the held one, unless a newer
 //!   report replaced it; a confirmed one is never held, so never sent again; a pong with a
@@ -46,6 +48,15 @@ const LIVENESS: [Deadline; 4] = [
     Deadline::Silence,
     Deadline::PongWait,
 ];
+/// The same with a burst's pings put off; a separate list, so that the committed inputs pick the
+/// deadlines they always did in the native mode.
+const LIVENESS_IN_BURSTS: [Deadline; 5] = [
+    Deadline::Connect,
+    Deadline::Ping,
+    Deadline::Silence,
+    Deadline::PongWait,
+    Deadline::BurstPing,
+];
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 struct Id(u8);
@@ -56,7 +67,7 @@ impl Id {
     }
 }
 
-#[derive(Arbitrary, Debug)]
+#[derive(Arbitrary, Debug, Clone)]
 enum Payload {
     Null,
     Number(i32),
@@ -86,7 +97,7 @@ impl Payload {
     }
 }
 
-#[derive(Arbitrary, Debug)]
+#[derive(Arbitrary, Debug, Clone)]
 enum Frame {
     HelloAck(Option<Id>),
     GetState(Id),
@@ -98,7 +109,7 @@ enum Frame {
     Raw(String),
 }
 
-#[derive(Arbitrary, Debug)]
+#[derive(Arbitrary, Debug, Clone)]
 enum Settle {
     Missing,
     Value(Payload),
@@ -107,7 +118,7 @@ enum Settle {
     Threw(Option<String>),
 }
 
-#[derive(Arbitrary, Debug)]
+#[derive(Arbitrary, Debug, Clone)]
 enum Kind {
     InitialState,
     CutoverReady,
@@ -116,7 +127,7 @@ enum Kind {
     Connected,
 }
 
-#[derive(Arbitrary, Debug)]
+#[derive(Arbitrary, Debug, Clone)]
 enum Event {
     /// Shortcuts through the common paths, so that the fuzzer reaches states deep in a session
     /// (a propose outliving its socket, a report held across several drops) in few events:
@@ -219,8 +230,8 @@ struct Model {
     /// What the core should be holding.
     held: Option<String>,
     /// The report sent on the current socket the worker has not proved it read, with the number
-    /// of the ping after it.
-    unconfirmed: Option<(String, u64)>,
+    /// of the ping after it (none yet, while its ping is put off).
+    unconfirmed: Option<(String, Option<u64>)>,
     /// The highest ping number the core has used.
     last_ping: u64,
     closed: bool,
@@ -230,26 +241,41 @@ struct Model {
 struct Harness {
     core: Protocol,
     m: Model,
+    /// A burst's pings are put off ([`Protocol::put_off_pings_in_bursts`]).
+    in_bursts: bool,
 }
 
 impl Harness {
-    fn new() -> Self {
+    fn new(in_bursts: bool) -> Self {
+        let mut core = Protocol::new(Config {
+            options: Options {
+                url: "ws://worker/instances/j/r".into(),
+                token: "tok".into(),
+                name: "fuzz".into(),
+                reconnect_min_ms: 10.0,
+                reconnect_max_ms: 100.0,
+                reconnect_jitter: 0.2,
+                heartbeat_ms: 50.0,
+                connect_timeout_ms: 40.0,
+            },
+            seed: 1,
+            confirm_by_ping: true,
+        });
+        if in_bursts {
+            core.put_off_pings_in_bursts();
+        }
         Harness {
-            core: Protocol::new(Config {
-                options: Options {
-                    url: "ws://worker/instances/j/r".into(),
-                    token: "tok".into(),
-                    name: "fuzz".into(),
-                    reconnect_min_ms: 10.0,
-                    reconnect_max_ms: 100.0,
-                    reconnect_jitter: 0.2,
-                    heartbeat_ms: 50.0,
-                    connect_timeout_ms: 40.0,
-                },
-                seed: 1,
-                confirm_by_ping: true,
-            }),
+            core,
             m: Model::default(),
+            in_bursts,
+        }
+    }
+
+    fn liveness(&self) -> &'static [Deadline] {
+        if self.in_bursts {
+            &LIVENESS_IN_BURSTS
+        } else {
+            &LIVENESS
         }
     }
 
@@ -293,11 +319,16 @@ impl Harness {
                         _ => {
                             assert!(out.is_report, "unknown frame {}", out.type_name);
                             assert!(sock.acked, "report {} before the ack", out.type_name);
-                            let ping = out
-                                .ping_after
-                                .unwrap_or_else(|| panic!("report {} with no ping", out.type_name));
-                            assert!(ping > self.m.last_ping, "ping {ping} not numbered up");
-                            self.m.last_ping = ping;
+                            let ping = out.ping_after;
+                            assert!(
+                                ping.is_some() || self.in_bursts,
+                                "report {} with no ping",
+                                out.type_name
+                            );
+                            if let Some(ping) = ping {
+                                assert!(ping > self.m.last_ping, "ping {ping} not numbered up");
+                                self.m.last_ping = ping;
+                            }
                             // The latest wins.
                             self.m.unconfirmed = Some((out.text.clone(), ping));
                         }
@@ -320,6 +351,10 @@ impl Harness {
                     assert!(number > self.m.last_ping, "ping {number} not numbered up");
                     self.m.last_ping = number;
                     sock.unwritten_pings.push(number);
+                    // Written after the report that owes one: it is that report's ping.
+                    if let Some((_, ping @ None)) = self.m.unconfirmed.as_mut() {
+                        *ping = Some(number);
+                    }
                 }
                 Action::Call(_) | Action::Log(_) | Action::Note(_) => {}
             }
@@ -335,7 +370,7 @@ impl Harness {
             );
         }
         if self.m.sock.is_none() && !self.m.pending_open {
-            for deadline in LIVENESS {
+            for &deadline in &LIVENESS_IN_BURSTS {
                 assert!(
                     self.core.deadline(deadline).is_none(),
                     "{deadline:?} outlived its socket"
@@ -344,6 +379,18 @@ impl Harness {
         }
         if let Some(at) = self.core.poll_timeout() {
             assert!(at.is_finite(), "a deadline at {at}");
+        }
+        if self.m.sock.is_some()
+            && self
+                .m
+                .unconfirmed
+                .as_ref()
+                .is_some_and(|(_, ping)| ping.is_none())
+        {
+            assert!(
+                self.core.deadline(Deadline::BurstPing).is_some(),
+                "a report owes its ping and none is due"
+            );
         }
         if self.core.pong_may_wait() {
             assert!(
@@ -581,7 +628,7 @@ impl Harness {
                     .m
                     .unconfirmed
                     .as_ref()
-                    .is_some_and(|(_, ping)| *ping <= number)
+                    .is_some_and(|(_, ping)| ping.is_some_and(|ping| ping <= number))
                 {
                     self.m.unconfirmed = None;
                 }
@@ -620,7 +667,10 @@ impl Harness {
                 self.fail_stale();
             }
             Event::Timer => self.fire(Deadline::Reconnect),
-            Event::Liveness(k) => self.fire(LIVENESS[usize::from(k) % LIVENESS.len()]),
+            Event::Liveness(k) => {
+                let liveness = self.liveness();
+                self.fire(liveness[usize::from(k) % liveness.len()]);
+            }
             Event::Traffic(ms) => {
                 self.m.now += f64::from(ms);
                 if self.m.sock.is_some() {
@@ -730,11 +780,15 @@ impl Harness {
     }
 }
 
+// Each input twice: as the native client runs (every report with its ping) and as the
+// WebAssembly build does (a burst's pings put off).
 fuzz_target!(|events: Vec<Event>| {
-    let mut h = Harness::new();
-    h.core.start(h.m.now);
-    h.actions();
-    for event in events.into_iter().take(400) {
-        h.run(event);
+    for in_bursts in [false, true] {
+        let mut h = Harness::new(in_bursts);
+        h.core.start(h.m.now);
+        h.actions();
+        for event in events.iter().take(400) {
+            h.run(event.clone());
+        }
     }
 });
