@@ -172,8 +172,7 @@ function socketClient(handlers, url, token, name, opts) {
 // (scripts/bundle-glue.mjs). The first copy to load serves both, so both entries give the same
 // functions and the same `channels`.
 const INSTANCE = Symbol.for(`${PACKAGE}@${VERSION}`)
-/** @type {Record<symbol, unknown>} */
+const api = { connectMigration, stateRefusal, isStateRefusal, channels: diagnostics.channels }
+/** @type {Record<symbol, typeof api | undefined>} */
 const processWide = globalThis
-module.exports = /** @type {{ connectMigration: typeof connectMigration, stateRefusal: typeof stateRefusal, isStateRefusal: typeof isStateRefusal, channels: typeof diagnostics.channels }} */ (
-  (processWide[INSTANCE] ??= { connectMigration, stateRefusal, isStateRefusal, channels: diagnostics.channels })
-)
+module.exports = processWide[INSTANCE] ??= api

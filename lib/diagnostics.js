@@ -6,7 +6,7 @@
 // Loaded defensively: a runtime without `node:diagnostics_channel`, or without `tracingChannel`
 // (older Bun and Deno), publishes on what it has.
 
-const { builtin } = require('./addon/own-require.js')
+const { builtin } = require('./addon/platform.js')
 
 const channels = Object.freeze({
   connection: 'ctl-migration:connection',

@@ -41,16 +41,9 @@ use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
 
 const IDS: [&str; 3] = ["a", "b", "c"];
-/// The deadlines of a socket or an attempt.
-const LIVENESS: [Deadline; 4] = [
-    Deadline::Connect,
-    Deadline::Ping,
-    Deadline::Silence,
-    Deadline::PongWait,
-];
-/// The same with a burst's pings put off; a separate list, so that the committed inputs pick the
-/// deadlines they always did in the native mode.
-const LIVENESS_IN_BURSTS: [Deadline; 5] = [
+/// The deadlines of a socket or an attempt. BurstPing is last and only for the mode that puts a
+/// burst's pings off, so the committed inputs pick the deadlines they always did natively.
+const LIVENESS: [Deadline; 5] = [
     Deadline::Connect,
     Deadline::Ping,
     Deadline::Silence,
@@ -273,9 +266,9 @@ impl Harness {
 
     fn liveness(&self) -> &'static [Deadline] {
         if self.in_bursts {
-            &LIVENESS_IN_BURSTS
-        } else {
             &LIVENESS
+        } else {
+            &LIVENESS[..4]
         }
     }
 
@@ -370,7 +363,7 @@ impl Harness {
             );
         }
         if self.m.sock.is_none() && !self.m.pending_open {
-            for &deadline in &LIVENESS_IN_BURSTS {
+            for &deadline in &LIVENESS {
                 assert!(
                     self.core.deadline(deadline).is_none(),
                     "{deadline:?} outlived its socket"

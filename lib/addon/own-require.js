@@ -6,22 +6,11 @@
 // to mark the package external. The testing package finds its own files the same way
 // (installedRequire, through lib/addon/internal.js).
 
-const { PACKAGE, once } = require('./platform.js')
+const { PACKAGE, builtin, once } = require('./platform.js')
 // Bundlers inline this: the version the running JavaScript came from, whatever is installed.
 const { version: VERSION } = /** @type {{ version: string }} */ (require('../../package.json'))
 
 const BUNDLED_CODE = 'ERR_CTL_MIGRATION_BUNDLED'
-
-/** One of Node's modules, also from a bundler's ESM output, whose `require` is a stub that throws.
- *  @param {string} name
- *  @returns {any} */
-function builtin(name) {
-  try {
-    return require(name)
-  } catch {
-    return typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule(name) : undefined
-  }
-}
 
 /** @param {string} name the package  @param {string} why */
 function bundledError(name, why) {
@@ -103,4 +92,4 @@ function ownRequire(id) {
   return packageRequire()(id)
 }
 
-module.exports = { ownRequire, packageRequire, installedRequire, builtin, BUNDLED_CODE, VERSION }
+module.exports = { ownRequire, packageRequire, installedRequire, BUNDLED_CODE, VERSION }

@@ -17,6 +17,18 @@ const SUPPORTED = [
   'win32-arm64-msvc',
 ]
 
+/** One of Node's modules, also where `require` is a stub that throws: a
+ *  bundler's ESM output, and this package's own ESM bundle where the runtime has getBuiltinModule.
+ *  @param {string} name
+ *  @returns {any} */
+function builtin(name) {
+  try {
+    return require(name)
+  } catch {
+    return typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule(name) : undefined
+  }
+}
+
 function libc() {
   try {
     /** @type {{ header?: { glibcVersionRuntime?: string }, sharedObjects?: string[] } | null} */
@@ -27,9 +39,7 @@ function libc() {
     // fall through to the file system
   }
   try {
-    // Node's ES module bundle of the glue has no `require` where the runtime has getBuiltinModule.
-    const fs = typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule('fs') : require('fs')
-    return fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? 'musl' : 'gnu'
+    return builtin('fs').readFileSync('/usr/bin/ldd', 'utf8').includes('musl') ? 'musl' : 'gnu'
   } catch {
     return 'gnu'
   }
@@ -81,4 +91,4 @@ function once(load) {
   }
 }
 
-module.exports = { PACKAGE, SUPPORTED, hostPlatform, runtimeName, hasLibuv, failedLoads, once }
+module.exports = { PACKAGE, SUPPORTED, builtin, hostPlatform, runtimeName, hasLibuv, failedLoads, once }

@@ -7,8 +7,7 @@
 // confirmation by ping. Bytes in and out cross to the module once per event; the module's
 // actions say what to write, when to end the stream, and when to connect again.
 
-const { builtin } = require('../addon/own-require.js')
-const { hasLibuv } = require('../addon/platform.js')
+const { builtin, hasLibuv } = require('../addon/platform.js')
 const { describe } = require('./values.js')
 const { coreTimer, openInPromiseJob } = require('./core-timer.js')
 
