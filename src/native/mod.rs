@@ -28,7 +28,7 @@ mod task;
 mod tests;
 
 use crate::wire::{would_block, Ws};
-use ctl_migration_core::close_code;
+use ctl_migration_core::close_code::{self, BrokenInput};
 use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
 use ctl_migration_runtime::{runtime, RuntimeError};
 use handoff::{Handoff, JsTurn, Reader, Undelivered};
@@ -509,7 +509,7 @@ fn feed_read<S>(
         Err(e) => {
             core.on_error(now);
             // A peer that broke the protocol is told why before the socket goes.
-            Some(match task::close_for(&e) {
+            Some(match task::broken_input(&e).map(BrokenInput::close) {
                 Some((code, reason)) => Retire::Unreadable(code, reason),
                 None => Retire::Drop,
             })

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::native::handoff::Reader;
 use crate::wire::{connect, would_block, ConnectError, Ws};
-use ctl_migration_core::close_code;
+use ctl_migration_core::close_code::BrokenInput;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use ctl_migration_core::protocol::{Outbound, Wait};
 use std::fmt;
@@ -410,13 +410,12 @@ async fn write<S: JsSink>(
     bounded(state, timer, Wait::Write, io).await
 }
 
-/// The close code a read error deserves: one for a frame over the cap, one for a broken frame,
-/// one for text that is not UTF-8. None when the connection itself is gone.
-pub(super) fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
+/// What a read error says of the worker's input; None when the connection itself is gone.
+pub(super) fn broken_input(error: &WsError) -> Option<BrokenInput> {
     match error {
-        WsError::Capacity(_) => Some((close_code::MESSAGE_TOO_BIG, "frame over 64 KiB")),
-        WsError::Protocol(_) => Some((close_code::PROTOCOL, "protocol error")),
-        WsError::Utf8(_) => Some((close_code::INVALID_PAYLOAD, "text frame is not UTF-8")),
+        WsError::Capacity(_) => Some(BrokenInput::OverCap),
+        WsError::Protocol(_) => Some(BrokenInput::Framing),
+        WsError::Utf8(_) => Some(BrokenInput::NotUtf8),
         _ => None,
     }
 }
@@ -559,40 +558,31 @@ mod tests {
     use tungstenite::Message;
 
     #[test]
-    fn a_frame_over_the_cap_is_closed_as_too_big() {
+    fn a_frame_over_the_cap_is_broken_input_over_the_cap() {
         let error = WsError::Capacity(CapacityError::MessageTooLong {
             size: MAX_FRAME_BYTES + 1,
             max_size: MAX_FRAME_BYTES,
         });
-        assert_eq!(
-            close_for(&error),
-            Some((close_code::MESSAGE_TOO_BIG, "frame over 64 KiB"))
-        );
+        assert_eq!(broken_input(&error), Some(BrokenInput::OverCap));
     }
 
     #[test]
-    fn broken_framing_is_closed_as_a_protocol_error() {
+    fn broken_framing_is_broken_input() {
         let error = WsError::Protocol(ProtocolError::UnmaskedFrameFromClient);
-        assert_eq!(
-            close_for(&error),
-            Some((close_code::PROTOCOL, "protocol error"))
-        );
+        assert_eq!(broken_input(&error), Some(BrokenInput::Framing));
     }
 
     #[test]
-    fn text_that_is_not_utf8_is_closed_as_an_invalid_payload() {
+    fn text_that_is_not_utf8_is_broken_input() {
         let error = WsError::Utf8("bad".into());
-        assert_eq!(
-            close_for(&error),
-            Some((close_code::INVALID_PAYLOAD, "text frame is not UTF-8"))
-        );
+        assert_eq!(broken_input(&error), Some(BrokenInput::NotUtf8));
     }
 
     #[test]
     fn a_connection_that_is_gone_gets_no_close_frame() {
         let error = WsError::Io(std::io::ErrorKind::BrokenPipe.into());
-        assert_eq!(close_for(&error), None);
-        assert_eq!(close_for(&WsError::ConnectionClosed), None);
+        assert_eq!(broken_input(&error), None);
+        assert_eq!(broken_input(&WsError::ConnectionClosed), None);
     }
 
     #[test]

@@ -25,6 +25,29 @@ pub const REPLACED: u16 = 4409;
 /// A frame over the size cap.
 pub const FRAME_TOO_LARGE: u16 = 4413;
 
+/// What WebSocket's own rules refused in the worker's input, as either transport's tungstenite
+/// reports it; the connection ends with the close this gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokenInput {
+    /// A frame over the 64 KiB cap, refused from its header.
+    OverCap,
+    /// A frame that breaks WebSocket's framing.
+    Framing,
+    /// A text frame that is not UTF-8.
+    NotUtf8,
+}
+
+impl BrokenInput {
+    /// The code and reason of the close frame the worker is sent before the socket goes.
+    pub fn close(self) -> (u16, &'static str) {
+        match self {
+            BrokenInput::OverCap => (MESSAGE_TOO_BIG, "frame over 64 KiB"),
+            BrokenInput::Framing => (PROTOCOL, "protocol error"),
+            BrokenInput::NotUtf8 => (INVALID_PAYLOAD, "text frame is not UTF-8"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// The numbers are the wire's: the worker and the reference client use them.
@@ -46,6 +69,20 @@ mod tests {
                 FRAME_TOO_LARGE
             ],
             [1000, 1001, 1002, 1005, 1006, 1007, 1009, 4400, 4401, 4409, 4413]
+        );
+    }
+
+    /// What WebSocket's own rules refuse closes with WebSocket's codes, not the worker's 44xx.
+    #[test]
+    fn broken_input_closes_with_websockets_own_codes() {
+        use super::BrokenInput::*;
+        assert_eq!(
+            [OverCap, Framing, NotUtf8].map(super::BrokenInput::close),
+            [
+                (1009, "frame over 64 KiB"),
+                (1002, "protocol error"),
+                (1007, "text frame is not UTF-8")
+            ]
         );
     }
 }

@@ -4,7 +4,7 @@
 //! WebSocket as the native client's (src/wire.rs), so the same heartbeat and D13 confirmation by
 //! ping: the core's rules, carried out here.
 
-use ctl_migration_core::close_code;
+use ctl_migration_core::close_code::BrokenInput;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use std::io::{self, Read, Write};
 use tungstenite::client::client_with_config;
@@ -196,7 +196,7 @@ impl Wire {
                         Incoming::Nothing
                     }
                     Err(e) => {
-                        if let Some((code, reason)) = close_for(&e) {
+                        if let Some((code, reason)) = broken_input(&e).map(BrokenInput::close) {
                             // The worker is told why before the socket goes.
                             let _ = ws.close(Some(close_frame(code, reason)));
                             let _ = ws.flush();
@@ -275,14 +275,13 @@ fn close_frame(code: u16, reason: &'static str) -> CloseFrame {
     }
 }
 
-/// The close code a read error deserves, as natively: too big for a frame over the cap, a
-/// protocol error for a broken frame, an invalid payload for text that is not UTF-8. None when
-/// the connection itself is gone.
-fn close_for(error: &WsError) -> Option<(u16, &'static str)> {
+/// What a read error says of the worker's input, as natively; None when the connection itself
+/// is gone.
+fn broken_input(error: &WsError) -> Option<BrokenInput> {
     match error {
-        WsError::Capacity(_) => Some((close_code::MESSAGE_TOO_BIG, "frame over 64 KiB")),
-        WsError::Protocol(_) => Some((close_code::PROTOCOL, "protocol error")),
-        WsError::Utf8(_) => Some((close_code::INVALID_PAYLOAD, "text frame is not UTF-8")),
+        WsError::Capacity(_) => Some(BrokenInput::OverCap),
+        WsError::Protocol(_) => Some(BrokenInput::Framing),
+        WsError::Utf8(_) => Some(BrokenInput::NotUtf8),
         _ => None,
     }
 }
