@@ -200,8 +200,8 @@ impl Tcp {
 }
 
 /// Takes `bytes` that wait in the socket's queue out of it, unread: only this reads the queue,
-/// and they are in it. Linux's TCP drops them uncopied (`MSG_TRUNC`): the peek copied them once
-/// already, and a 36 KB frame's first 16 KiB were read twice.
+/// and they are in it. The peek copied them already, so Linux's TCP drops them uncopied
+/// (`MSG_TRUNC`) rather than into a scratch buffer.
 #[cfg(target_os = "linux")]
 fn discard(socket: &std::net::TcpStream, bytes: usize) -> io::Result<()> {
     use std::os::fd::AsRawFd;
