@@ -41,8 +41,8 @@ use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
 
 const IDS: [&str; 3] = ["a", "b", "c"];
-/// The deadlines of a socket or an attempt. BurstPing is last and only for the mode that puts a
-/// burst's pings off, so the committed inputs pick the deadlines they always did natively.
+/// The deadlines of a socket or an attempt. BurstPing is last and only for the modes that put a
+/// burst's pings off, so the committed inputs pick the deadlines they always did in the first.
 const LIVENESS: [Deadline; 5] = [
     Deadline::Connect,
     Deadline::Ping,
@@ -231,6 +231,18 @@ struct Model {
     replaced: bool,
 }
 
+/// How a transport confirms reports (D13), as each of the client's transports configures its
+/// core.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Every report with its ping (a product's socket class that pings, as `ws`'s does).
+    EveryReport,
+    /// A burst's pings put off (the WebAssembly build's own socket).
+    Bursts,
+    /// A burst's pings put off, and a report's pong may wait in the socket (the native one).
+    BurstsPongsWait,
+}
+
 struct Harness {
     core: Protocol,
     m: Model,
@@ -239,7 +251,7 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(in_bursts: bool) -> Self {
+    fn new(mode: Mode) -> Self {
         let mut core = Protocol::new(Config {
             options: Options {
                 url: "ws://worker/instances/j/r".into(),
@@ -254,8 +266,12 @@ impl Harness {
             seed: 1,
             confirm_by_ping: true,
         });
+        let in_bursts = !matches!(mode, Mode::EveryReport);
         if in_bursts {
             core.put_off_pings_in_bursts();
+        }
+        if matches!(mode, Mode::BurstsPongsWait) {
+            core.let_pongs_wait();
         }
         Harness {
             core,
@@ -773,11 +789,10 @@ impl Harness {
     }
 }
 
-// Each input twice: as the native client runs (every report with its ping) and as the
-// WebAssembly build does (a burst's pings put off).
+// Each input once per way of confirming reports.
 fuzz_target!(|events: Vec<Event>| {
-    for in_bursts in [false, true] {
-        let mut h = Harness::new(in_bursts);
+    for mode in [Mode::EveryReport, Mode::Bursts, Mode::BurstsPongsWait] {
+        let mut h = Harness::new(mode);
         h.core.start(h.m.now);
         h.actions();
         for event in events.iter().take(400) {

@@ -140,13 +140,13 @@ impl Client {
             .as_ref()
             .and_then(|_| SocketReads::event_loop(&env));
         let url = options.url.clone();
-        let client = NativeClient::start(
-            core(options, true, true),
-            url,
-            TsfnSink(tsfn),
-            uv_loop.is_some(),
-        )
-        .map_err(|e| Error::from_reason(e.to_string()))?;
+        let mut core = core(options, true, true);
+        // D13: a pong alone need not wake the product's thread (SO_RCVLOWAT), and within a
+        // burst of round trips neither the client nor the worker pays a ping per report.
+        core.let_pongs_wait();
+        core.put_off_pings_in_bursts();
+        let client = NativeClient::start(core, url, TsfnSink(tsfn), uv_loop.is_some())
+            .map_err(|e| Error::from_reason(e.to_string()))?;
         #[cfg(unix)]
         let reads = match (uv_loop, readable) {
             (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(

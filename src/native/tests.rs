@@ -65,9 +65,10 @@ impl JsSink for Recorder {
     }
 }
 
-/// A core as the native transport makes it: heartbeat on (so JavaScript may read), D13 on.
+/// A core as the native transport makes it: heartbeat on (so JavaScript may read), D13 on,
+/// a report's pong may wait, a burst's pings put off.
 pub(super) fn core() -> Protocol {
-    Protocol::new(Config {
+    let mut core = Protocol::new(Config {
         options: Options {
             url: "ws://127.0.0.1/instances/j/r".into(),
             token: "tok".into(),
@@ -80,7 +81,10 @@ pub(super) fn core() -> Protocol {
         },
         seed: 7,
         confirm_by_ping: true,
-    })
+    });
+    core.let_pongs_wait();
+    core.put_off_pings_in_bursts();
+    core
 }
 
 /// A state with no socket yet, the JavaScript thread able to read sockets.

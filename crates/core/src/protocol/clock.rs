@@ -286,7 +286,7 @@ impl Protocol {
     /// transport that cannot ping, nor for a report in a burst whose pings are put off
     /// ([`Protocol::put_off_pings_in_bursts`]), which gets one when the burst's time is up.
     /// Otherwise its pong may wait, from the first such report on for [`PONG_WAIT_MS`], on a
-    /// transport that can let it.
+    /// transport that can let it ([`Protocol::let_pongs_wait`]).
     pub(super) fn report_ping(&mut self) -> Option<u64> {
         if !self.cfg.confirm_by_ping {
             return None;
@@ -299,7 +299,8 @@ impl Protocol {
                 return None;
             }
             self.burst_from = Some(self.now);
-        } else if self.deadlines.get(Deadline::PongWait).is_none() {
+        }
+        if self.pongs_may_wait && self.deadlines.get(Deadline::PongWait).is_none() {
             self.arm(Deadline::PongWait, PONG_WAIT_MS);
         }
         Some(self.next_ping())

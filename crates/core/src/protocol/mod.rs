@@ -178,6 +178,8 @@ pub struct Protocol {
     /// When the current socket's latest report sent with its own ping went, while pings are
     /// put off in bursts.
     burst_from: Option<f64>,
+    /// D13: the transport can let a report's pong wait in the socket ([`Protocol::let_pongs_wait`]).
+    pongs_may_wait: bool,
     state_request: Option<StateRequest>,
     actions: VecDeque<Action>,
     /// xorshift64* state for the jitter.
@@ -205,6 +207,7 @@ impl Protocol {
             sent_bytes: 0,
             burst_pings_put_off: false,
             burst_from: None,
+            pongs_may_wait: false,
             state_request: None,
             actions: VecDeque::new(),
             // xorshift must not start at zero.
@@ -237,18 +240,24 @@ impl Protocol {
         self.held.is_some()
     }
 
-    /// D13 on a transport whose socket cannot let a pong wait to be read with the worker's next
-    /// frame (the WebAssembly build's `node:net` stream: no `SO_RCVLOWAT`), where each report's
-    /// pong would wake the product's thread on its own in the middle of a fast exchange. A
-    /// report made within [`BURST_MS`] of the latest one sent with its ping goes without one;
-    /// when that time is up, the report then unconfirmed gets its ping (a heartbeat ping sent
-    /// before serves as well). Reports replace each other, so a burst of round trips costs two
-    /// pings per [`BURST_MS`], not one each, while a report made on its own (the first after a
-    /// pause) goes with its ping in the same write, as natively. Nothing is lost: a report
-    /// unconfirmed at a drop is held as ever; a worker that read one in a burst and died before
-    /// its ping gets it again (D13's one harmless duplicate).
+    /// D13 where each report's pong would cost the product's thread a wake-up, or the worker a
+    /// pong written in the middle of an exchange: a report made within [`BURST_MS`] of the
+    /// latest one sent with its ping goes without one; when that time is up, the report then
+    /// unconfirmed gets its ping (a heartbeat ping sent before serves as well). Reports replace
+    /// each other, so a burst of round trips costs two pings per [`BURST_MS`], not one each,
+    /// while a report made on its own (the first after a pause) goes with its ping in the same
+    /// write. Nothing is lost: a report unconfirmed at a drop is held as ever; a worker that
+    /// read one in a burst and died before its ping gets it again (D13's one harmless
+    /// duplicate). The native transport and the WebAssembly build's own socket both do this.
     pub fn put_off_pings_in_bursts(&mut self) {
         self.burst_pings_put_off = true;
+    }
+
+    /// D13 on a transport whose socket can keep a pong alone from waking its reader
+    /// (`SO_RCVLOWAT`, the native one): the pong to a report's ping may wait there to be read
+    /// with the worker's next frame, for [`PONG_WAIT_MS`] ([`Protocol::pong_may_wait`]).
+    pub fn let_pongs_wait(&mut self) {
+        self.pongs_may_wait = true;
     }
 
     /// Queue [`Note`]s of these kinds from now on (none by default).

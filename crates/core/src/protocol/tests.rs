@@ -1141,8 +1141,18 @@ fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
 }
 
 #[test]
+fn a_reports_pong_waits_only_on_a_transport_that_lets_it() {
+    let mut p = pinging();
+    p.report_ready("1".into()).ok();
+    assert_eq!(sent_with_pings(&take(&mut p))[0].1, Some(1));
+    assert!(!p.pong_may_wait());
+    assert_eq!(p.deadline(Deadline::PongWait), None, "no timer for nothing");
+}
+
+#[test]
 fn a_reports_pong_may_wait_to_be_read_with_a_frame_for_a_while() {
     let mut p = pinging();
+    p.let_pongs_wait();
     assert!(!p.pong_may_wait(), "no pong awaited");
     p.report_ready("1".into()).ok();
     take(&mut p);
@@ -1178,6 +1188,41 @@ fn pinging_in_bursts() -> Protocol {
 }
 
 const READY: &str = r#"{"type":"target-ready","payload":1}"#;
+
+#[test]
+fn natively_a_bursts_first_report_has_its_ping_in_its_write_and_its_pong_may_wait() {
+    let mut p = pinging_in_bursts();
+    p.let_pongs_wait();
+    p.report_ready("1".into()).ok();
+    assert_eq!(
+        sent_with_pings(&take(&mut p)),
+        [(READY.to_owned(), Some(1))]
+    );
+    assert!(p.pong_may_wait());
+    assert_eq!(p.deadline(Deadline::PongWait), Some(PONG_WAIT_MS));
+    // The next report of the burst goes without a ping: the earlier one's pong proves nothing
+    // about it, so it need not wait either.
+    p.tell(1.0);
+    p.report_stopped_output("1".into()).ok();
+    assert_eq!(sent_with_pings(&take(&mut p)), [(STOPPED.to_owned(), None)]);
+    assert!(!p.pong_may_wait());
+    assert_eq!(p.deadline(Deadline::BurstPing), Some(BURST_MS));
+    fire(&mut p, Deadline::BurstPing);
+    assert_eq!(take(&mut p), [Action::Ping(2)]);
+    p.on_pong(&2u64.to_be_bytes(), BURST_MS + 0.1);
+    assert_eq!(
+        report_outcomes(&take(&mut p)),
+        [("source-stopped-output", ReportOutcome::Confirmed)]
+    );
+    // The next burst's first report: its ping in its write, its pong may wait again.
+    p.tell(BURST_MS + 0.2);
+    p.report_ready("1".into()).ok();
+    assert_eq!(
+        sent_with_pings(&take(&mut p)),
+        [(READY.to_owned(), Some(3))]
+    );
+    assert!(p.pong_may_wait());
+}
 
 #[test]
 fn a_burst_of_reports_shares_its_pings_and_the_last_is_confirmed_when_the_burst_is_over() {
