@@ -128,6 +128,8 @@ const SCENARIOS = [
   { key: 'get-state', role: 'source', n: opt.n },
   { key: 'cutover', role: 'source', n: opt.n },
   { key: 'cutover-paced', role: 'source', n: Math.ceil(opt.n / 5) },
+  // 60 ms apart: each report the first of its burst, with its confirming ping (D13).
+  { key: 'cutover-alone', role: 'source', n: Math.ceil(opt.n / 15) },
   { key: 'initial', role: 'target', n: opt.n },
   { key: 'cutover-36k', role: 'source', n: Math.ceil(opt.n / 5) },
 ]
@@ -183,7 +185,7 @@ const fmt = (x) => (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(1))
 const labels = impls.map((i) => i.label)
 const lines = [
   `side-by-side, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC — node ${process.version}; ${opt.rounds} alternating rounds; ` +
-    `round trips p50 in µs (${opt.n} a round, 3 ms apart and 36 KB ${Math.ceil(opt.n / 5)}) and the client process's CPU per round trip in µs, import in ms inside the process (median of ${opt.imports} processes a round)`,
+    `round trips p50 in µs (${opt.n} a round, 3 ms apart and 36 KB ${Math.ceil(opt.n / 5)}, 60 ms apart ${Math.ceil(opt.n / 15)}) and the client process's CPU per round trip in µs, import in ms inside the process (median of ${opt.imports} processes a round)`,
   '',
   `| p50 per round | ${labels.join(' | ')} |`,
   `|:--|${labels.map(() => '--:').join('|')}|`,

@@ -38,6 +38,9 @@ const SCENARIOS = {
 // last answer, so nothing the previous exchange left behind (a confirming ping and its pong, D13)
 // is still in either process when the frame goes.
 SCENARIOS['cutover-paced'] = { ...SCENARIOS.cutover, gapMs: 3 }
+// A report made on its own, as in a real handover: 60 ms apart, so each is the first of its burst
+// (past D13's BURST_MS) and goes with its confirming ping, whose pong comes back.
+SCENARIOS['cutover-alone'] = { ...SCENARIOS.cutover, gapMs: 60 }
 // The floor: the same frames, echoed verbatim by a bare `ws` peer in another process.
 SCENARIOS['echo-small'] = { send: SCENARIOS.cutover.send, raw: true }
 SCENARIOS['echo-36k'] = { send: SCENARIOS['cutover-36k'].send, raw: true }

@@ -37,13 +37,9 @@ pub struct Tcp {
     /// The last read, while nothing of ours was registered (the JavaScript thread's poll waits
     /// for the socket), took less than it asked for: the kernel had no more input then.
     emptied: bool,
-    /// Input the last read only peeked at: tungstenite has it, the kernel's queue still holds
-    /// it until the next read (or a registration) takes it out.
-    peeked: usize,
-    /// A pong may be waiting in the socket (`readable_from` raised the mark).
-    spares_pong: bool,
-    /// The next read is the first since the last one that would have blocked.
-    first_read: bool,
+    /// libuv stopped the JavaScript thread's poll of the socket, as it does when the socket
+    /// fails: no poll will say that input came, so every read asks the kernel.
+    poll_stopped: bool,
 }
 
 impl Tcp {
@@ -73,7 +69,6 @@ impl Tcp {
 
     /// Registers the socket with the runtime thread's reactor. On the runtime thread only.
     pub fn register(&mut self) -> io::Result<()> {
-        self.consume_peeked()?;
         self.emptied = false;
         if self.reactor.is_none() {
             self.reactor = Some(tokio::net::TcpStream::from_std(self.socket.try_clone()?)?);
@@ -81,19 +76,16 @@ impl Tcp {
         Ok(())
     }
 
+    /// The JavaScript thread's poll reported the socket failed, and libuv stopped it: reads go
+    /// on until the kernel says what the failure is.
+    pub fn poll_stopped(&mut self) {
+        self.poll_stopped = true;
+        self.emptied = false;
+    }
+
     /// Takes the socket out of the runtime thread's reactor: the JavaScript thread polls it now.
     pub fn unregister(&mut self) {
         self.reactor = None;
-        self.first_read = true;
-    }
-
-    /// Takes input an earlier read peeked at out of the kernel's queue: it is tungstenite's.
-    pub fn consume_peeked(&mut self) -> io::Result<()> {
-        let bytes = std::mem::take(&mut self.peeked);
-        if bytes == 0 {
-            return Ok(());
-        }
-        discard(&self.socket, bytes)
     }
 
     /// A duplicate of the socket, for the JavaScript thread's poll.
@@ -126,44 +118,12 @@ impl Tcp {
     /// Whether more than `bytes` of input are waiting in the kernel (or the peer has closed),
     /// without taking them.
     pub fn has_input_beyond(&self, bytes: usize) -> bool {
-        // What a read peeked at is read, though the kernel still holds it.
-        let bytes = bytes + self.peeked;
         let mut probe = vec![0; bytes + 1];
         match self.socket.peek(&mut probe) {
             Ok(0) => true,
             Ok(n) => n > bytes,
             Err(e) => e.kind() != io::ErrorKind::WouldBlock,
         }
-    }
-
-    /// Input of fewer than `bytes` does not make the socket readable to a poll, so it wakes
-    /// nobody (`SO_RCVLOWAT`); more input, the end of the stream or an error still do, and a
-    /// read takes whatever is there. Lowering it wakes a poll at once if the input now counts.
-    #[cfg(unix)]
-    pub fn readable_from(&mut self, bytes: usize) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-        // SAFETY: an open socket, and an int option of the size given.
-        let status = unsafe {
-            libc::setsockopt(
-                self.socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVLOWAT,
-                (&bytes as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if status != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        self.spares_pong = bytes > 1;
-        Ok(())
-    }
-
-    /// Off Unix the JavaScript thread never polls the socket: nothing to spare it.
-    #[cfg(not(unix))]
-    pub fn readable_from(&mut self, _bytes: usize) -> io::Result<()> {
-        Err(io::ErrorKind::Unsupported.into())
     }
 
     /// How many bytes of input wait in the kernel.
@@ -199,42 +159,6 @@ impl Tcp {
     }
 }
 
-/// Takes `bytes` that wait in the socket's queue out of it, unread: only this reads the queue,
-/// and they are in it. The peek copied them already, so Linux's TCP drops them uncopied
-/// (`MSG_TRUNC`) rather than into a scratch buffer.
-#[cfg(target_os = "linux")]
-fn discard(socket: &std::net::TcpStream, bytes: usize) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut left = bytes;
-    while left > 0 {
-        // SAFETY: an open socket; with MSG_TRUNC a TCP socket writes nothing to the buffer.
-        let taken = unsafe {
-            libc::recv(
-                socket.as_raw_fd(),
-                std::ptr::null_mut(),
-                left,
-                libc::MSG_TRUNC,
-            )
-        };
-        match usize::try_from(taken) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => left = left.saturating_sub(n),
-            Err(_) => {
-                let error = io::Error::last_os_error();
-                if error.kind() != io::ErrorKind::Interrupted {
-                    return Err(error);
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn discard(mut socket: &std::net::TcpStream, bytes: usize) -> io::Result<()> {
-    socket.read_exact(&mut vec![0; bytes])
-}
-
 impl Drop for Tcp {
     fn drop(&mut self) {
         // The JavaScript thread's poll may still hold a duplicate of the socket until its next
@@ -244,42 +168,20 @@ impl Drop for Tcp {
 }
 
 impl Read for Tcp {
-    /// Where the JavaScript thread polls the socket (nothing of ours registered):
-    /// - After a read that emptied the kernel's queue, the next read would block without asking
-    ///   the kernel: libuv's poll is level-triggered, so input that came since wakes the thread
-    ///   again. No system call between a handler's return and the microtasks that send its
-    ///   answer. (The runtime thread's reactor is edge-triggered: it always reads for real.)
-    /// - While a report's pong may wait in the socket (D13), the first read after a wait only
-    ///   peeks, and the input leaves the kernel's queue at the next read, after the handler's
-    ///   answer went. A pong and the worker's next frame are two small segments, and a read that
-    ///   empties the queue of two makes Linux send an acknowledgement there and then, before
-    ///   the frame is handled; once the answer (which acknowledges them) has gone, it sends
-    ///   none.
+    /// Where the JavaScript thread polls the socket (nothing of ours registered), after a read
+    /// that emptied the kernel's queue the next read would block without asking the kernel:
+    /// libuv's poll is level-triggered, so input that came since wakes the thread again. No
+    /// system call between a handler's return and the microtasks that send its answer. (The
+    /// runtime thread's reactor is edge-triggered: it always reads for real.)
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.consume_peeked()?;
         let polled = self.reactor.is_none();
         if std::mem::take(&mut self.emptied) {
             self.blocked = Interest::READABLE;
-            self.first_read = true;
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        let peek = polled && self.spares_pong && std::mem::take(&mut self.first_read);
-        let read = self.io(Interest::READABLE, |mut socket| {
-            if peek {
-                socket.peek(buf)
-            } else {
-                socket.read(buf)
-            }
-        });
-        match &read {
-            Ok(n) => {
-                if peek {
-                    self.peeked = *n;
-                }
-                self.emptied = polled && *n > 0 && *n < buf.len();
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.first_read = true,
-            Err(_) => {}
+        let read = self.io(Interest::READABLE, |mut socket| socket.read(buf));
+        if let Ok(n) = &read {
+            self.emptied = polled && !self.poll_stopped && *n > 0 && *n < buf.len();
         }
         read
     }
@@ -302,12 +204,6 @@ pub enum Stream {
 }
 
 impl Stream {
-    /// Frames lie in the socket as they are, not inside TLS records: a frame's size is the
-    /// input's.
-    pub fn is_plain(&self) -> bool {
-        matches!(self, Stream::Plain(_))
-    }
-
     pub fn tcp(&self) -> &Tcp {
         match self {
             Stream::Plain(tcp) => tcp,
@@ -433,9 +329,7 @@ pub async fn connect(url: &str) -> Result<Ws, ConnectError> {
         reactor: None,
         blocked: Interest::READABLE,
         emptied: false,
-        peeked: 0,
-        spares_pong: false,
-        first_read: true,
+        poll_stopped: false,
     };
     tcp.register()?;
 
@@ -489,9 +383,7 @@ mod tests {
             reactor: None,
             blocked: Interest::READABLE,
             emptied: false,
-            peeked: 0,
-            spares_pong: false,
-            first_read: true,
+            poll_stopped: false,
         };
         Ok((tcp, peer))
     }
@@ -561,18 +453,6 @@ mod tests {
     const PEEK_FOR_CLOSE: usize = 30;
 
     #[test]
-    fn input_under_the_low_water_mark_wakes_no_poll_until_it_is_lowered() -> Outcome {
-        let (mut tcp, mut peer) = tcp_pair()?;
-        tcp.readable_from(11)?;
-        peer.write_all(b"0123456789")?;
-        until_input_beyond(&tcp, 9);
-        assert!(!tcp.polls_readable());
-        tcp.readable_from(1)?;
-        assert!(tcp.polls_readable());
-        Ok(())
-    }
-
-    #[test]
     fn after_a_read_that_emptied_the_queue_the_next_would_block_without_asking() -> Outcome {
         let (mut tcp, mut peer) = tcp_pair()?;
         let mut read = [0u8; 16];
@@ -592,62 +472,25 @@ mod tests {
         Ok(())
     }
 
-    const SENT: &[u8] = b"0123456789abcdef";
-
-    /// A socket that spares a pong, after one read of what the peer sent (and the peer, which
-    /// keeps the connection open).
-    fn after_a_read_that_spares_a_pong() -> io::Result<(Tcp, std::net::TcpStream)> {
-        let (mut tcp, mut peer) = tcp_pair()?;
-        tcp.readable_from(11)?;
-        peer.write_all(SENT)?;
-        until_input_beyond(&tcp, SENT.len() - 1);
-        let mut read = [0u8; 32];
-        let n = tcp.read(&mut read)?;
-        assert_eq!(&read[..n], SENT);
-        Ok((tcp, peer))
-    }
-
     #[test]
-    fn while_a_pong_may_wait_a_read_peeks_and_the_next_takes_the_input_out() -> Outcome {
-        let (mut tcp, _peer) = after_a_read_that_spares_a_pong()?;
-        // Still in the kernel's queue, but not input waiting: the read had it.
-        assert_eq!(tcp.input_waiting(), SENT.len());
-        assert!(!tcp.has_input_beyond(0));
-        let error = tcp
-            .read(&mut [0u8; 32])
-            .err()
-            .ok_or("a read after the queue emptied")?;
-        assert!(would_block(&WsError::Io(error)));
-        assert_eq!(tcp.input_waiting(), 0);
-        Ok(())
-    }
-
-    #[test]
-    fn after_a_peek_that_filled_the_buffer_the_next_read_goes_on_from_its_end() -> Outcome {
-        // A frame longer than one read (36 KB in 16 KiB reads): what the peek had is taken out
-        // unread, and the next read starts just past it.
-        let (mut tcp, mut peer) = tcp_pair()?;
-        tcp.readable_from(11)?;
-        let sent: Vec<u8> = (0..40u8).collect();
-        peer.write_all(&sent)?;
-        until_input_beyond(&tcp, sent.len() - 1);
-        let mut first = [0u8; 16];
-        assert_eq!(tcp.read(&mut first)?, 16);
-        assert_eq!(tcp.input_waiting(), sent.len());
-        let mut rest = [0u8; 64];
-        let n = tcp.read(&mut rest)?;
-        assert_eq!([&first[..], &rest[..n]].concat(), sent);
-        assert_eq!(tcp.input_waiting(), 0);
-        Ok(())
-    }
-
-    #[test]
-    fn registering_takes_out_what_a_read_peeked_at() -> Outcome {
-        let (mut tcp, _peer) = after_a_read_that_spares_a_pong()?;
-        let rt = runtime()?;
-        let _entered = rt.enter();
-        tcp.register()?;
-        assert_eq!(tcp.input_waiting(), 0);
+    fn once_the_poll_stopped_a_read_after_one_that_emptied_the_queue_asks_the_kernel() -> Outcome {
+        // A reset that came with the last input: libuv stops the poll and says so once, so the
+        // reads that follow must reach the error themselves.
+        let (mut tcp, peer) = tcp_pair()?;
+        let mut read = [0u8; 16];
+        tcp.poll_stopped();
+        let mut writer = peer.try_clone()?;
+        writer.write_all(b"01234")?;
+        until_input_beyond(&tcp, 4);
+        assert_eq!(tcp.read(&mut read)?, 5);
+        drop(writer);
+        drop(peer);
+        until_input_beyond(&tcp, PEEK_FOR_CLOSE);
+        assert_eq!(
+            tcp.read(&mut read)?,
+            0,
+            "the end of the stream, not a read put off"
+        );
         Ok(())
     }
 

@@ -18,14 +18,13 @@
 //!   after 4409;
 //! - `connected()` is true exactly while the socket is open and acked;
 //! - D13: every report goes out with a ping numbered above every earlier one, heartbeat pings
-//!   included (with a burst's pings put off, as the WebAssembly build does, a report may go
-//!   without, and then the next ping the core sends is its own, and one is due while it owes
-//!   it); a report stays unconfirmed until the worker answers a ping at least that number,
+//!   included (with a burst's pings put off, as the native client and the WebAssembly build
+//!   do, a report may go without, and then the next ping the core sends is its own, and one is
+//!   due while it owes it); a report stays unconfirmed until the worker answers a ping at least that number,
 //!   which it can only do once it read the report (the model's worker answers only pings it
 //!   read, in order); one unconfirmed when its socket ends is the held one, unless a newer
 //!   report replaced it; a confirmed one is never held, so never sent again; a pong with a
-//!   number never sent or no number confirms nothing; a pong may wait to be read only while a
-//!   report awaits it.
+//!   number never sent or no number confirms nothing.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -41,13 +40,12 @@ use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
 
 const IDS: [&str; 3] = ["a", "b", "c"];
-/// The deadlines of a socket or an attempt. BurstPing is last and only for the modes that put a
-/// burst's pings off, so the committed inputs pick the deadlines they always did in the first.
-const LIVENESS: [Deadline; 5] = [
+/// The deadlines of a socket or an attempt. BurstPing is last and only for the mode that puts a
+/// burst's pings off.
+const LIVENESS: [Deadline; 4] = [
     Deadline::Connect,
     Deadline::Ping,
     Deadline::Silence,
-    Deadline::PongWait,
     Deadline::BurstPing,
 ];
 
@@ -231,18 +229,6 @@ struct Model {
     replaced: bool,
 }
 
-/// How a transport confirms reports (D13), as each of the client's transports configures its
-/// core.
-#[derive(Clone, Copy)]
-enum Mode {
-    /// Every report with its ping (a product's socket class that pings, as `ws`'s does).
-    EveryReport,
-    /// A burst's pings put off (the WebAssembly build's own socket).
-    Bursts,
-    /// A burst's pings put off, and a report's pong may wait in the socket (the native one).
-    BurstsPongsWait,
-}
-
 struct Harness {
     core: Protocol,
     m: Model,
@@ -251,7 +237,7 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(mode: Mode) -> Self {
+    fn new(in_bursts: bool) -> Self {
         let mut core = Protocol::new(Config {
             options: Options {
                 url: "ws://worker/instances/j/r".into(),
@@ -266,12 +252,8 @@ impl Harness {
             seed: 1,
             confirm_by_ping: true,
         });
-        let in_bursts = !matches!(mode, Mode::EveryReport);
         if in_bursts {
             core.put_off_pings_in_bursts();
-        }
-        if matches!(mode, Mode::BurstsPongsWait) {
-            core.let_pongs_wait();
         }
         Harness {
             core,
@@ -284,7 +266,7 @@ impl Harness {
         if self.in_bursts {
             &LIVENESS
         } else {
-            &LIVENESS[..4]
+            &LIVENESS[..3]
         }
     }
 
@@ -399,12 +381,6 @@ impl Harness {
             assert!(
                 self.core.deadline(Deadline::BurstPing).is_some(),
                 "a report owes its ping and none is due"
-            );
-        }
-        if self.core.pong_may_wait() {
-            assert!(
-                self.m.unconfirmed.is_some(),
-                "a pong waited for with no report unconfirmed"
             );
         }
         let acked = self.m.sock.as_ref().is_some_and(|s| s.acked);
@@ -789,10 +765,11 @@ impl Harness {
     }
 }
 
-// Each input once per way of confirming reports.
+// Each input twice: with every report followed by its ping (a product's socket class that pings,
+// as `ws`'s does) and with a burst's pings put off (the native client and the WebAssembly build).
 fuzz_target!(|events: Vec<Event>| {
-    for mode in [Mode::EveryReport, Mode::Bursts, Mode::BurstsPongsWait] {
-        let mut h = Harness::new(mode);
+    for in_bursts in [false, true] {
+        let mut h = Harness::new(in_bursts);
         h.core.start(h.m.now);
         h.actions();
         for event in events.iter().take(400) {

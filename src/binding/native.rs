@@ -141,9 +141,8 @@ impl Client {
             .and_then(|_| SocketReads::event_loop(&env));
         let url = options.url.clone();
         let mut core = core(options, true, true);
-        // D13: a pong alone need not wake the product's thread (SO_RCVLOWAT), and within a
-        // burst of round trips neither the client nor the worker pays a ping per report.
-        core.let_pongs_wait();
+        // D13: within a burst of round trips neither the product's thread nor the worker pays
+        // a ping and a pong per report.
         core.put_off_pings_in_bursts();
         let client = NativeClient::start(core, url, TsfnSink(tsfn), uv_loop.is_some())
             .map_err(|e| Error::from_reason(e.to_string()))?;

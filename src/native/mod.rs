@@ -42,10 +42,6 @@ use tungstenite::Message;
 /// The runtime thread's name, which the smoke suite and the tests count threads by.
 const RUNTIME_THREAD: &str = "ctl-migration";
 
-/// A pong to one of the client's pings as it lies in the socket: a 2-byte header (a server does
-/// not mask) and the ping's 8-byte number.
-const PONG_BYTES: usize = 10;
-
 /// The client's state as JavaScript reads it (`role`, `migrationId`, `connected`).
 ///
 /// JavaScript must see the state each event left, in the order it runs the events' handlers,
@@ -101,9 +97,6 @@ struct State<S> {
     epoch: Instant,
     /// The core deadline the connection task's timer is set for.
     timer_at: Option<f64>,
-    /// D13: a lone pong in the socket does not wake JavaScript, its reader: the pong to a
-    /// report's ping is read with the worker's next frame, as long as the core lets it wait.
-    pong_waits: bool,
 }
 
 impl<S> State<S> {
@@ -131,7 +124,6 @@ impl<S> State<S> {
             },
             epoch: Instant::now(),
             timer_at: None,
-            pong_waits: false,
         }
     }
 
@@ -144,47 +136,23 @@ impl<S> State<S> {
     fn end_connection(&mut self) -> Option<Ws> {
         self.generation += 1;
         self.handoff.connection_ended();
-        self.pong_waits = false;
         self.socket.take()
     }
 
-    /// JavaScript reads the socket but has left input waiting in it (beyond a pong it was not
-    /// woken for).
+    /// JavaScript reads the socket but has left input waiting in it.
     fn javascript_behind(&self) -> bool {
-        let spared = if self.pong_waits { PONG_BYTES } else { 0 };
         self.handoff.reader() == Reader::JavaScript
             && self
                 .socket
                 .as_ref()
-                .is_some_and(|ws| ws.get_ref().tcp().has_input_beyond(spared))
+                .is_some_and(|ws| ws.get_ref().tcp().has_input_beyond(0))
     }
 
     /// The runtime thread reads (and waits for) the socket from now on.
     fn reclaim(&mut self) -> std::io::Result<()> {
-        let registered = match self.socket.as_mut() {
+        match self.socket.as_mut() {
             Some(ws) if self.handoff.reclaim() => ws.get_mut().tcp_mut().register(),
             _ => Ok(()),
-        };
-        self.follow_pong_wait();
-        registered
-    }
-
-    /// D13: while the core lets a report's pong wait and JavaScript reads the socket, a pong
-    /// alone in it wakes nobody; it is read with the next frame, or as soon as the core stops
-    /// letting it wait (the socket is readable at once then). Only where a frame's size is the
-    /// input's (no TLS); never for the runtime thread, whose wake-ups cost the product nothing.
-    fn follow_pong_wait(&mut self) {
-        let wait = self.core.pong_may_wait() && self.handoff.reader() == Reader::JavaScript;
-        let Some(ws) = self.socket.as_mut().filter(|ws| ws.get_ref().is_plain()) else {
-            return;
-        };
-        if wait == self.pong_waits {
-            return;
-        }
-        let from = if wait { PONG_BYTES + 1 } else { 1 };
-        // Failing that, every pong wakes its reader, as any input does.
-        if ws.get_mut().tcp_mut().readable_from(from).is_ok() {
-            self.pong_waits = wait;
         }
     }
 }
@@ -259,7 +227,6 @@ impl<S: JsSink> NativeClient<S> {
         match tcp.duplicate() {
             Ok(copy) => {
                 tcp.unregister();
-                state.follow_pong_wait();
                 Some(copy)
             }
             Err(_) => {
@@ -267,6 +234,14 @@ impl<S: JsSink> NativeClient<S> {
                 state.handoff.reclaim();
                 None
             }
+        }
+    }
+
+    /// libuv stopped the JavaScript thread's poll: the socket failed (the reads that follow
+    /// find out how).
+    pub fn poll_stopped(&self) {
+        if let Some(ws) = lock(&self.state).socket.as_mut() {
+            ws.get_mut().tcp_mut().poll_stopped();
         }
     }
 
@@ -279,23 +254,12 @@ impl<S: JsSink> NativeClient<S> {
         match state.handoff.js_turn() {
             JsTurn::NotReader => return JsRead::NotReader,
             // Those deliveries read again once they have run.
-            JsTurn::AfterDeliveries => {
-                // Input a read peeked at leaves the queue, or the poll would find it there again
-                // at once; a socket that fails here fails its next read too.
-                if let Some(ws) = state.socket.as_mut() {
-                    let _ = ws.get_mut().tcp_mut().consume_peeked();
-                }
-                return JsRead::Nothing;
-            }
+            JsTurn::AfterDeliveries => return JsRead::Nothing,
             JsTurn::Read => {}
         }
         match read_one(&mut state, Caller::JavaScript) {
             Read::Message(work) => JsRead::Taken(work),
-            Read::Nothing => {
-                // JavaScript goes idle: what wakes it from now on.
-                state.follow_pong_wait();
-                JsRead::Nothing
-            }
+            Read::Nothing => JsRead::Nothing,
             Read::Ended(work, ws, how) => {
                 let _ = state.control.send(Control::Retire(ws, how));
                 JsRead::Taken(work)
@@ -393,12 +357,6 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
     }
     if caller == Caller::JavaScript && state.core.poll_timeout() != state.timer_at {
         let _ = state.control.send(Control::Wake);
-    }
-    // On the JavaScript thread a wait that is over is let go of only once it has read all there
-    // is (`read_on_js_thread`): the handler's next report, often in the same turn, waits again,
-    // and a round trip then costs no system call for it.
-    if caller == Caller::Runtime || state.core.pong_may_wait() {
-        state.follow_pong_wait();
     }
     let core = &state.core;
     let changed = core.role() != state.status.role

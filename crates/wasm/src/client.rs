@@ -130,8 +130,8 @@ impl Client {
             own_socket || pings,
         ));
         if own_socket {
-            // node:net cannot let a pong wait in the socket (no SO_RCVLOWAT): a burst's reports
-            // share their pings rather than wake the product's thread for a pong each.
+            // As natively: a burst's reports share their pings rather than wake the product's
+            // thread for a pong each.
             core.put_off_pings_in_bursts();
         }
         Client {

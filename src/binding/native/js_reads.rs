@@ -112,11 +112,16 @@ impl Drop for SocketReads {
 /// libuv's callback: the socket is readable (or failed). What needs no JavaScript is taken in
 /// here; the first event that does goes to the glue's `readable`, called as a top-level
 /// callback, so promise jobs and `process.nextTick`s run after it as after any event.
-unsafe extern "C" fn on_readable(handle: *mut std::ffi::c_void, _status: i32, _events: i32) {
+unsafe extern "C" fn on_readable(handle: *mut std::ffi::c_void, status: i32, _events: i32) {
     let target = uv::data(handle).cast::<ReadTarget>();
     let Some(target) = target.as_ref() else {
         return;
     };
+    // A failed socket (a reset): libuv has stopped this poll, and input that came with the
+    // failure (a pong, say) must not leave the failure unread.
+    if status < 0 {
+        target.client.poll_stopped();
+    }
     loop {
         match target.client.read_on_js_thread() {
             JsRead::Taken(work) => {

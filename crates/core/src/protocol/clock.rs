@@ -16,23 +16,14 @@ const DEFAULT_WRITE_LIMIT_MS: f64 = 30_000.0;
 /// No deadline comes sooner than this after the event that set it, as no setTimeout fires
 /// sooner: a heartbeat of a microsecond must not spin its transport.
 const MIN_DELAY_MS: f64 = 1.0;
-/// D13: how long the pong that confirms a report may wait in the socket to be read with the
-/// worker's next frame, rather than wake the client for itself. A worker answers the ping as it
-/// reads the report, so the proof is there within a round trip, and read before anything after
-/// it (the end of a connection included): a report read is never held. Waiting only spares the
-/// product's thread a wake-up for a frame no handler sees in the middle of an exchange; this
-/// bounds how late the `confirmed` note and a worker's own small frame sent meanwhile (a ping, a
-/// close) can be. Timed from the first report of a burst, not moved by later ones: the
-/// transport's own thread, which ends the wait, wakes for it twice per this period at most, not
-/// per report; at 5 ms a burst of 200 round trips woke it 20 times, at this a handful.
-pub const PONG_WAIT_MS: f64 = 50.0;
 /// D13 where a burst's reports share their pings ([`Protocol::put_off_pings_in_bursts`]): a
 /// report made within this long of the latest one sent with its ping goes without one, and
-/// the last of them gets it when this has passed. As long as a pong may wait natively, so a
-/// report's `confirmed` note is no later on either build; long enough that a burst of round
-/// trips 3 ms apart shares its pings too (each pong of those wakes the product's thread from
-/// idle), and the ping and the timer of a burst cost nothing that shows per round trip.
-pub const BURST_MS: f64 = PONG_WAIT_MS;
+/// the last of them gets it when this has passed. Long enough that a burst of round trips 3 ms
+/// apart shares its pings too (each pong of those would wake the product's thread from idle),
+/// so the ping and the timer of a burst cost nothing that shows per round trip; short enough
+/// that the `confirmed` note of a burst's last report, and the window in which a worker that
+/// read it and died gets it again, stay a fraction of any handover step's deadline.
+pub const BURST_MS: f64 = 50.0;
 
 /// The protocol's rules about time, one deadline each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,20 +36,16 @@ pub enum Deadline {
     Ping,
     /// The silence limit may have been reached; checked against the last traffic.
     Silence,
-    /// D13: the pong to a report's ping has waited long enough to be read with a frame; the
-    /// transport reads it on its own from now on ([`PONG_WAIT_MS`]).
-    PongWait,
     /// D13: a burst's time is up ([`BURST_MS`]): the report whose ping was put off gets it.
     BurstPing,
 }
 
 impl Deadline {
-    const ALL: [Deadline; 6] = [
+    const ALL: [Deadline; 5] = [
         Deadline::Reconnect,
         Deadline::Connect,
         Deadline::Ping,
         Deadline::Silence,
-        Deadline::PongWait,
         Deadline::BurstPing,
     ];
 }
@@ -70,7 +57,6 @@ pub(super) struct Deadlines {
     connect: Option<f64>,
     ping: Option<f64>,
     silence: Option<f64>,
-    pong_wait: Option<f64>,
     burst_ping: Option<f64>,
 }
 
@@ -81,7 +67,6 @@ impl Deadlines {
             Deadline::Connect => self.connect,
             Deadline::Ping => self.ping,
             Deadline::Silence => self.silence,
-            Deadline::PongWait => self.pong_wait,
             Deadline::BurstPing => self.burst_ping,
         }
     }
@@ -92,7 +77,6 @@ impl Deadlines {
             Deadline::Connect => &mut self.connect,
             Deadline::Ping => &mut self.ping,
             Deadline::Silence => &mut self.silence,
-            Deadline::PongWait => &mut self.pong_wait,
             Deadline::BurstPing => &mut self.burst_ping,
         }
     }
@@ -115,7 +99,7 @@ impl Deadlines {
 
     /// Those due by `now`, earliest first.
     pub fn due(&self, now: f64) -> impl Iterator<Item = (f64, Deadline)> {
-        let mut due: [Option<(f64, Deadline)>; 6] =
+        let mut due: [Option<(f64, Deadline)>; Deadline::ALL.len()] =
             Deadline::ALL.map(|d| self.get(d).filter(|at| *at <= now).map(|at| (at, d)));
         // The ones not due last.
         due.sort_by(|a, b| match (a, b) {
@@ -240,8 +224,6 @@ impl Protocol {
                     self.arm(Deadline::Ping, period);
                 }
             }
-            // Over: `pong_may_wait` says so to the transport.
-            Deadline::PongWait => {}
             Deadline::BurstPing => {
                 if self.owes_ping() {
                     let number = self.next_ping();
@@ -275,18 +257,9 @@ impl Protocol {
         self.heartbeat_period_ms().map(|period| period * 2.0)
     }
 
-    /// D13: whether the pong that will confirm the unconfirmed report may wait in the socket to
-    /// be read with the next frame ([`PONG_WAIT_MS`]); when not, the transport reads it as soon
-    /// as it comes.
-    pub fn pong_may_wait(&self) -> bool {
-        self.awaits_pong() && self.deadlines.get(Deadline::PongWait).is_some()
-    }
-
     /// The ping to follow a report (D13), if it is to go in the report's write: none on a
     /// transport that cannot ping, nor for a report in a burst whose pings are put off
     /// ([`Protocol::put_off_pings_in_bursts`]), which gets one when the burst's time is up.
-    /// Otherwise its pong may wait, from the first such report on for [`PONG_WAIT_MS`], on a
-    /// transport that can let it ([`Protocol::let_pongs_wait`]).
     pub(super) fn report_ping(&mut self) -> Option<u64> {
         if !self.cfg.confirm_by_ping {
             return None;
@@ -300,14 +273,11 @@ impl Protocol {
             }
             self.burst_from = Some(self.now);
         }
-        if self.pongs_may_wait && self.deadlines.get(Deadline::PongWait).is_none() {
-            self.arm(Deadline::PongWait, PONG_WAIT_MS);
-        }
         Some(self.next_ping())
     }
 
     /// The time a transport event carried, or the transport's clock before a product call
-    /// (which carries none of its own: a report's pong wait is timed from it); the clock never
+    /// (which carries none of its own: a burst of reports is timed from it); the clock never
     /// goes back.
     pub fn tell(&mut self, now: f64) {
         self.now = self.now.max(now);
@@ -323,7 +293,6 @@ impl Protocol {
             Deadline::Connect,
             Deadline::Ping,
             Deadline::Silence,
-            Deadline::PongWait,
             Deadline::BurstPing,
         ] {
             self.deadlines.clear(deadline);

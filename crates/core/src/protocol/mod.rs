@@ -21,7 +21,7 @@ pub use actions::*;
 #[cfg(test)]
 use clock::CLOSE_HANDSHAKE_LIMIT_MS;
 use clock::{display_ms, Deadlines, Waiting};
-pub use clock::{timer_delay_ms, Deadline, Wait, BURST_MS, PONG_WAIT_MS};
+pub use clock::{timer_delay_ms, Deadline, Wait, BURST_MS};
 
 use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
@@ -178,8 +178,6 @@ pub struct Protocol {
     /// When the current socket's latest report sent with its own ping went, while pings are
     /// put off in bursts.
     burst_from: Option<f64>,
-    /// D13: the transport can let a report's pong wait in the socket ([`Protocol::let_pongs_wait`]).
-    pongs_may_wait: bool,
     state_request: Option<StateRequest>,
     actions: VecDeque<Action>,
     /// xorshift64* state for the jitter.
@@ -207,7 +205,6 @@ impl Protocol {
             sent_bytes: 0,
             burst_pings_put_off: false,
             burst_from: None,
-            pongs_may_wait: false,
             state_request: None,
             actions: VecDeque::new(),
             // xorshift must not start at zero.
@@ -251,13 +248,6 @@ impl Protocol {
     /// duplicate). The native transport and the WebAssembly build's own socket both do this.
     pub fn put_off_pings_in_bursts(&mut self) {
         self.burst_pings_put_off = true;
-    }
-
-    /// D13 on a transport whose socket can keep a pong alone from waking its reader
-    /// (`SO_RCVLOWAT`, the native one): the pong to a report's ping may wait there to be read
-    /// with the worker's next frame, for [`PONG_WAIT_MS`] ([`Protocol::pong_may_wait`]).
-    pub fn let_pongs_wait(&mut self) {
-        self.pongs_may_wait = true;
     }
 
     /// Queue [`Note`]s of these kinds from now on (none by default).
@@ -680,13 +670,6 @@ impl Protocol {
             end_bytes: self.sent_bytes,
             untransmitted: false,
         });
-    }
-
-    /// A report was sent with a ping after it, and its pong has not come.
-    fn awaits_pong(&self) -> bool {
-        self.unconfirmed
-            .as_ref()
-            .is_some_and(|u| u.out.ping_after.is_some())
     }
 
     /// A ping numbered `number` goes out after the unconfirmed report, whose own ping may have

@@ -1140,46 +1140,6 @@ fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
     );
 }
 
-#[test]
-fn a_reports_pong_waits_only_on_a_transport_that_lets_it() {
-    let mut p = pinging();
-    p.report_ready("1".into()).ok();
-    assert_eq!(sent_with_pings(&take(&mut p))[0].1, Some(1));
-    assert!(!p.pong_may_wait());
-    assert_eq!(p.deadline(Deadline::PongWait), None, "no timer for nothing");
-}
-
-#[test]
-fn a_reports_pong_may_wait_to_be_read_with_a_frame_for_a_while() {
-    let mut p = pinging();
-    p.let_pongs_wait();
-    assert!(!p.pong_may_wait(), "no pong awaited");
-    p.report_ready("1".into()).ok();
-    take(&mut p);
-    assert!(p.pong_may_wait());
-    assert_eq!(p.deadline(Deadline::PongWait), Some(PONG_WAIT_MS));
-    p.on_pong(&1u64.to_be_bytes(), 1.0);
-    assert!(!p.pong_may_wait(), "the pong came");
-    // A later report's pong may wait for the rest of the same period, not a new one.
-    p.tell(2.0);
-    p.report_stopped_output("1".into()).ok();
-    take(&mut p);
-    assert!(p.pong_may_wait());
-    assert_eq!(p.deadline(Deadline::PongWait), Some(PONG_WAIT_MS));
-    // Then it is read as soon as it comes, still awaited.
-    assert_eq!(fire(&mut p, Deadline::PongWait), PONG_WAIT_MS);
-    assert!(take(&mut p).is_empty(), "the deadline itself does nothing");
-    assert!(!p.pong_may_wait());
-    // A report after that period starts another.
-    p.report_ready("2".into()).ok();
-    take(&mut p);
-    assert_eq!(p.deadline(Deadline::PongWait), Some(2.0 * PONG_WAIT_MS));
-    // The period is the socket's: it ends with it.
-    p.on_error(6.0);
-    assert_eq!(p.deadline(Deadline::PongWait), None);
-    assert!(!p.pong_may_wait());
-}
-
 /// A connected core on a transport that pings and puts off a burst's pings.
 fn pinging_in_bursts() -> Protocol {
     let mut p = pinging();
@@ -1188,41 +1148,6 @@ fn pinging_in_bursts() -> Protocol {
 }
 
 const READY: &str = r#"{"type":"target-ready","payload":1}"#;
-
-#[test]
-fn natively_a_bursts_first_report_has_its_ping_in_its_write_and_its_pong_may_wait() {
-    let mut p = pinging_in_bursts();
-    p.let_pongs_wait();
-    p.report_ready("1".into()).ok();
-    assert_eq!(
-        sent_with_pings(&take(&mut p)),
-        [(READY.to_owned(), Some(1))]
-    );
-    assert!(p.pong_may_wait());
-    assert_eq!(p.deadline(Deadline::PongWait), Some(PONG_WAIT_MS));
-    // The next report of the burst goes without a ping: the earlier one's pong proves nothing
-    // about it, so it need not wait either.
-    p.tell(1.0);
-    p.report_stopped_output("1".into()).ok();
-    assert_eq!(sent_with_pings(&take(&mut p)), [(STOPPED.to_owned(), None)]);
-    assert!(!p.pong_may_wait());
-    assert_eq!(p.deadline(Deadline::BurstPing), Some(BURST_MS));
-    fire(&mut p, Deadline::BurstPing);
-    assert_eq!(take(&mut p), [Action::Ping(2)]);
-    p.on_pong(&2u64.to_be_bytes(), BURST_MS + 0.1);
-    assert_eq!(
-        report_outcomes(&take(&mut p)),
-        [("source-stopped-output", ReportOutcome::Confirmed)]
-    );
-    // The next burst's first report: its ping in its write, its pong may wait again.
-    p.tell(BURST_MS + 0.2);
-    p.report_ready("1".into()).ok();
-    assert_eq!(
-        sent_with_pings(&take(&mut p)),
-        [(READY.to_owned(), Some(3))]
-    );
-    assert!(p.pong_may_wait());
-}
 
 #[test]
 fn a_burst_of_reports_shares_its_pings_and_the_last_is_confirmed_when_the_burst_is_over() {
@@ -1239,7 +1164,6 @@ fn a_burst_of_reports_shares_its_pings_and_the_last_is_confirmed_when_the_burst_
     p.report_stopped_output("1".into()).ok();
     assert_eq!(sent_with_pings(&take(&mut p)), [(STOPPED.to_owned(), None)]);
     assert_eq!(p.deadline(Deadline::BurstPing), Some(BURST_MS));
-    assert!(!p.pong_may_wait(), "a pong cannot wait on such a transport");
     // A stray or older pong proves nothing about it.
     p.on_pong(&1u64.to_be_bytes(), 1.5);
     assert!(report_outcomes(&take(&mut p)).is_empty());
@@ -1410,7 +1334,6 @@ fn on_a_whatwg_socket_a_report_that_left_the_buffer_counts_as_delivered() {
     let mut p = connected_observed();
     p.report_stopped_output("1".into()).ok();
     assert_eq!(sent_with_pings(&take(&mut p))[0].1, None);
-    assert!(!p.pong_may_wait());
     p.on_unsent_at_end(0);
     p.on_closed(1006, "", 1.0);
     nothing_is_held(&mut p);
