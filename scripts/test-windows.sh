@@ -52,8 +52,11 @@ say "build: the client and the simulator for $TARGET"
 mkdir -p "$WIN/libnode"
 [ -f "$WIN/libnode/libnode.a" ] || x86_64-w64-mingw32-ar rcs "$WIN/libnode/libnode.a"
 : >"$WIN/libnode/libnode.dll"
-# -D warnings: the Windows code paths must compile cleanly on the gnu toolchain too.
-LIBNODE_PATH=$WIN/libnode RUSTFLAGS="-D warnings" cargo build --release --locked --target "$TARGET" -p ctl-migration -p ctl-migration-testing
+# -D warnings: the Windows code paths must compile cleanly on the gnu toolchain too. Without the
+# release profile's LTO and single codegen unit: what runs here behaves the same, builds in about
+# half the time, and the binaries that ship are the release workflow's, built on Windows.
+LIBNODE_PATH=$WIN/libnode RUSTFLAGS="-D warnings" CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+  cargo build --release --locked --target "$TARGET" -p ctl-migration -p ctl-migration-testing
 OUT=$CARGO_TARGET_DIR/$TARGET/release
 for dll in ctl_migration ctl_migration_testing; do
   exports=$(x86_64-w64-mingw32-objdump -p "$OUT/$dll.dll" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | awk '/\[/ && NR > 1 { print $NF }')
