@@ -44,7 +44,10 @@ TESTING_TGZ=$WORK/tarballs/norskvideo-ctl-migration-testing-$VERSION.tgz
 TESTING_PLATFORM_TGZ=$WORK/tarballs/norskvideo-ctl-migration-testing-$PLATFORM-$VERSION.tgz
 ls -l "$WORK/tarballs" >&2
 tar -tzf "$TESTING_TGZ" | sort >&2
-client_files=$(tar -tzf "$CLIENT_TGZ" | sort | tee /dev/stderr)
+# Listed through the shell's own stderr: `tee /dev/stderr` reopens it, which truncates a log file
+# that stderr was redirected to.
+client_files=$(tar -tzf "$CLIENT_TGZ" | sort)
+echo "$client_files" >&2
 # The WebAssembly fallback and what runs it are in the client itself: no install option can
 # leave them out. Each platform package carries its one binary (the client's or the simulator's).
 for f in lib/addon/ctl-migration.wasm lib/addon/wasm.js lib/client.bundle.js lib/client.bundle.mjs lib/client.bundler.mjs LICENSE; do
