@@ -11,7 +11,7 @@
 // one client process per implementation) with the client process's CPU per round trip (all
 // threads, from /proc). `<label>=wasm:<module or checkout>` runs that one on its WebAssembly
 // fallback (NAPI_RS_FORCE_WASI=error in its processes, as bench/run.mjs's wasm column).
-//   node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12 (0: none)] <label>=<module> ...
+//   node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12 (0: none)] [--only get-state,cutover-36k] <label>=<module> ...
 // e.g. node bench/side-by-side.mjs reference=/tmp/ref/migration-client.js plain=bench/js-client.mjs \
 //        main=../main/lib/client.js this=.
 // (a directory is a checkout of this package: its "exports", `require` and `import` each.)
@@ -26,7 +26,7 @@ import { cpuNs } from './cpu.mjs'
 const here = dirname(fileURLToPath(import.meta.url))
 let parsed
 try {
-  parsed = parseArgs({ allowPositionals: true, options: { rounds: { type: 'string', default: '3' }, n: { type: 'string', default: '1500' }, imports: { type: 'string', default: '12' } } })
+  parsed = parseArgs({ allowPositionals: true, options: { rounds: { type: 'string', default: '3' }, n: { type: 'string', default: '1500' }, imports: { type: 'string', default: '12' }, only: { type: 'string' } } })
 } catch (e) {
   console.error(`side-by-side: ${e.message}`)
   process.exit(2)
@@ -124,7 +124,7 @@ function start(script, args, execArgv = [], extraEnv = {}) {
   return child
 }
 
-const SCENARIOS = [
+const ALL_SCENARIOS = [
   { key: 'get-state', role: 'source', n: opt.n },
   { key: 'cutover', role: 'source', n: opt.n },
   { key: 'cutover-paced', role: 'source', n: Math.ceil(opt.n / 5) },
@@ -133,6 +133,13 @@ const SCENARIOS = [
   { key: 'initial', role: 'target', n: opt.n },
   { key: 'cutover-36k', role: 'source', n: Math.ceil(opt.n / 5) },
 ]
+const only = parsed.values.only?.split(',')
+const unknown = only?.filter((k) => !ALL_SCENARIOS.some((s) => s.key === k)) ?? []
+if (unknown.length) {
+  console.error(`side-by-side: no scenario ${unknown.join(', ')} (there are ${ALL_SCENARIOS.map((s) => s.key).join(', ')})`)
+  process.exit(2)
+}
+const SCENARIOS = only ? ALL_SCENARIOS.filter((s) => only.includes(s.key)) : ALL_SCENARIOS
 
 const worker = start('worker.mjs', [])
 const { port } = await next(worker, (m) => m.type === 'listening', 'the worker')
