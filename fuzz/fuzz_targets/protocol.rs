@@ -20,10 +20,10 @@
 //! - D13: every report goes out with a ping numbered above every earlier one, heartbeat pings
 //!   included (with a burst's pings put off, as the native client and the WebAssembly build
 //!   do, a report may go without, and then the next ping the core sends is its own, and one is
-//!   due while it owes it); a report stays unconfirmed until the worker answers a ping at least that number,
-//!   which it can only do once it read the report (the model's worker answers only pings it
-//!   read, in order); one unconfirmed when its socket ends is the held one, unless a newer
-//!   report replaced it; a confirmed one is never held, so never sent again; a pong with a
+//!   due while it owes it); a report stays unconfirmed until the worker answers a ping at least
+//!   that number, which it can only do once it read the report (the model's worker answers only
+//!   pings it read, in order); one unconfirmed when its socket ends is the held one, unless a
+//!   newer report replaced it; a confirmed one is never held, so never sent again; a pong with a
 //!   number never sent or no number confirms nothing.
 #![no_main]
 
@@ -33,8 +33,8 @@ use ctl_migration_core::frames::{
     parse_worker_frame, AppliedSummary, FailedPart, JobFrame, WorkerFrame,
 };
 use ctl_migration_core::protocol::{
-    Action, Config, Deadline, HandlerKind, HandlerOutcome, Options, Outbound, Protocol,
-    StateOutcome, TooLarge,
+    Action, Config, Confirmation, Deadline, HandlerKind, HandlerOutcome, Options, Outbound,
+    Protocol, StateOutcome, TooLarge,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
@@ -232,13 +232,13 @@ struct Model {
 struct Harness {
     core: Protocol,
     m: Model,
-    /// A burst's pings are put off ([`Protocol::put_off_pings_in_bursts`]).
+    /// A burst's pings are put off ([`Confirmation::PingPerBurst`]).
     in_bursts: bool,
 }
 
 impl Harness {
     fn new(in_bursts: bool) -> Self {
-        let mut core = Protocol::new(Config {
+        let core = Protocol::new(Config {
             options: Options {
                 url: "ws://worker/instances/j/r".into(),
                 token: "tok".into(),
@@ -250,11 +250,12 @@ impl Harness {
                 connect_timeout_ms: 40.0,
             },
             seed: 1,
-            confirm_by_ping: true,
+            confirmation: if in_bursts {
+                Confirmation::PingPerBurst
+            } else {
+                Confirmation::PingEach
+            },
         });
-        if in_bursts {
-            core.put_off_pings_in_bursts();
-        }
         Harness {
             core,
             m: Model::default(),

@@ -47,12 +47,17 @@ macro_rules! client_options {
 
 ctl_migration_core::with_options!(client_options);
 
-/// The core for a transport: `liveness` (the native one) has the heartbeat and the connect
-/// timeout; `pings` (the native one, or a product's socket class with `ping()`, as `ws`'s) confirms
-/// reports by ping (D13).
-fn core(options: ClientOptions, liveness: bool, pings: bool) -> Protocol {
+/// The core for a transport: one that owns its socket (the native one) has the heartbeat, the
+/// connect timeout and D13 by a ping per burst; another whose socket class `pings` (`ping()`,
+/// as `ws`'s) confirms each report by ping (D13).
+fn core(options: ClientOptions, owns_socket: bool, pings: bool) -> Protocol {
     let seed = RandomState::new().build_hasher().finish();
-    Protocol::new(Config::for_transport(options.into(), seed, liveness, pings))
+    Protocol::new(Config::for_transport(
+        options.into(),
+        seed,
+        owns_socket,
+        pings,
+    ))
 }
 
 #[napi(object)]

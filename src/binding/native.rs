@@ -140,12 +140,13 @@ impl Client {
             .as_ref()
             .and_then(|_| SocketReads::event_loop(&env));
         let url = options.url.clone();
-        let mut core = core(options, true, true);
-        // D13: within a burst of round trips neither the product's thread nor the worker pays
-        // a ping and a pong per report.
-        core.put_off_pings_in_bursts();
-        let client = NativeClient::start(core, url, TsfnSink(tsfn), uv_loop.is_some())
-            .map_err(|e| Error::from_reason(e.to_string()))?;
+        let client = NativeClient::start(
+            core(options, true, true),
+            url,
+            TsfnSink(tsfn),
+            uv_loop.is_some(),
+        )
+        .map_err(|e| Error::from_reason(e.to_string()))?;
         #[cfg(unix)]
         let reads = match (uv_loop, readable) {
             (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(

@@ -5,7 +5,7 @@
 use super::*;
 use crate::wire::connect;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
-use ctl_migration_core::protocol::{Call, Config, Options};
+use ctl_migration_core::protocol::{Call, Config, Confirmation, Options};
 use std::net::TcpListener;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -65,10 +65,10 @@ impl JsSink for Recorder {
     }
 }
 
-/// A core as the native transport makes it: heartbeat on (so JavaScript may read), D13 on,
-/// a burst's pings put off.
+/// A core as the native transport makes it: heartbeat on (so JavaScript may read), D13 by a
+/// ping per burst.
 pub(super) fn core() -> Protocol {
-    let mut core = Protocol::new(Config {
+    Protocol::new(Config {
         options: Options {
             url: "ws://127.0.0.1/instances/j/r".into(),
             token: "tok".into(),
@@ -80,10 +80,8 @@ pub(super) fn core() -> Protocol {
             connect_timeout_ms: 0.0,
         },
         seed: 7,
-        confirm_by_ping: true,
-    });
-    core.put_off_pings_in_bursts();
-    core
+        confirmation: Confirmation::PingPerBurst,
+    })
 }
 
 /// A state with no socket yet, the JavaScript thread able to read sockets.

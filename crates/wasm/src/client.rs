@@ -123,17 +123,7 @@ impl Client {
             written: Vec::new(),
             end_stream: false,
         });
-        let mut core = Protocol::new(Config::for_transport(
-            options,
-            seed,
-            own_socket,
-            own_socket || pings,
-        ));
-        if own_socket {
-            // As natively: a burst's reports share their pings rather than wake the product's
-            // thread for a pong each.
-            core.put_off_pings_in_bursts();
-        }
+        let core = Protocol::new(Config::for_transport(options, seed, own_socket, pings));
         Client {
             core,
             now,

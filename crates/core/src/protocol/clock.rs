@@ -7,7 +7,7 @@
 //! Two kinds of time live here: the protocol's own deadlines ([`Deadline`]), and the bound on a
 //! [`Wait`] the transport carries out on the worker (a write, a close handshake).
 
-use super::{Action, Protocol};
+use super::{Action, Confirmation, Protocol};
 
 /// How long a closing transport waits for the worker to answer its close frame.
 pub(crate) const CLOSE_HANDSHAKE_LIMIT_MS: f64 = 2_000.0;
@@ -16,9 +16,9 @@ const DEFAULT_WRITE_LIMIT_MS: f64 = 30_000.0;
 /// No deadline comes sooner than this after the event that set it, as no setTimeout fires
 /// sooner: a heartbeat of a microsecond must not spin its transport.
 const MIN_DELAY_MS: f64 = 1.0;
-/// D13 where a burst's reports share their pings ([`Protocol::put_off_pings_in_bursts`]): a
-/// report made within this long of the latest one sent with its ping goes without one, and
-/// the last of them gets it when this has passed. Long enough that a burst of round trips 3 ms
+/// D13 where a burst's reports share their pings ([`Confirmation::PingPerBurst`]): a report
+/// made within this long of the latest one sent with its ping goes without one, and the last
+/// of them gets it when this has passed. Long enough that a burst of round trips 3 ms
 /// apart shares its pings too (each pong of those would wake the product's thread from idle),
 /// so the ping and the timer of a burst cost nothing that shows per round trip; short enough
 /// that the `confirmed` note of a burst's last report, and the window in which a worker that
@@ -259,12 +259,12 @@ impl Protocol {
 
     /// The ping to follow a report (D13), if it is to go in the report's write: none on a
     /// transport that cannot ping, nor for a report in a burst whose pings are put off
-    /// ([`Protocol::put_off_pings_in_bursts`]), which gets one when the burst's time is up.
+    /// ([`Confirmation::PingPerBurst`]), which gets one when the burst's time is up.
     pub(super) fn report_ping(&mut self) -> Option<u64> {
-        if !self.cfg.confirm_by_ping {
+        if !self.cfg.confirms_by_ping() {
             return None;
         }
-        if self.burst_pings_put_off {
+        if self.cfg.confirmation == Confirmation::PingPerBurst {
             if let Some(from) = self.burst_from.filter(|from| self.now - from < BURST_MS) {
                 if self.deadlines.get(Deadline::BurstPing).is_none() {
                     self.deadlines.set(Deadline::BurstPing, from, BURST_MS);

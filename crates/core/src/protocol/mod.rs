@@ -78,31 +78,63 @@ pub struct Config {
     pub options: Options,
     /// Seeds the jitter's random draws; the core keeps no clock and no entropy of its own.
     pub seed: u64,
-    /// D13: the transport can ping (the native one), so a report counts as delivered only once
-    /// the pong to a ping sent right after it comes back. Without (a WHATWG socket), a report
-    /// counts as delivered once it left the socket's buffer.
-    pub confirm_by_ping: bool,
+    /// D13: when a report counts as delivered.
+    pub confirmation: Confirmation,
+}
+
+/// D13: what proves the worker read a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation {
+    /// Nothing can (a WHATWG socket, which has no ping): a report counts as delivered once it
+    /// left the socket's buffer.
+    Written,
+    /// The pong to a ping sent right after each report (a product's socket class that pings,
+    /// as `ws`'s does).
+    PingEach,
+    /// The same, but a burst's reports share their pings: a report made within [`BURST_MS`] of
+    /// the latest one sent with its ping goes without one; when that time is up, the report then
+    /// unconfirmed gets its ping (a heartbeat ping sent before serves as well). Reports replace
+    /// each other, so a burst of round trips costs two pings per [`BURST_MS`], not a ping and
+    /// a pong each (a wake-up of the product's thread, and a pong the worker writes in the
+    /// middle of an exchange), while a report made on its own (the first after a pause) goes
+    /// with its ping in the same write. Nothing is lost: a report unconfirmed at a drop is held
+    /// as ever; a worker that read one in a burst and died before its ping gets it again (D13's
+    /// one harmless duplicate).
+    PingPerBurst,
 }
 
 impl Config {
     /// The configuration for a transport: `owns_socket` (the native one, or the WebAssembly
     /// build's own WebSocket) keeps the heartbeat and the connect timeout, which a WHATWG socket
-    /// cannot have; `confirm_by_ping` as [`Config::confirm_by_ping`].
+    /// cannot have, and pings per burst; another socket whose class `pings` pings after each
+    /// report.
     pub fn for_transport(
         mut options: Options,
         seed: u64,
         owns_socket: bool,
-        confirm_by_ping: bool,
+        pings: bool,
     ) -> Config {
         if !owns_socket {
             options.heartbeat_ms = 0.0;
             options.connect_timeout_ms = 0.0;
         }
+        let confirmation = if owns_socket {
+            Confirmation::PingPerBurst
+        } else if pings {
+            Confirmation::PingEach
+        } else {
+            Confirmation::Written
+        };
         Config {
             options,
             seed,
-            confirm_by_ping,
+            confirmation,
         }
+    }
+
+    /// D13 by ping, after each report or per burst.
+    pub(crate) fn confirms_by_ping(&self) -> bool {
+        self.confirmation != Confirmation::Written
     }
 }
 
@@ -173,10 +205,8 @@ pub struct Protocol {
     last_ping: u64,
     /// Bytes handed to the current socket.
     sent_bytes: u64,
-    /// D13: a burst's reports share their pings ([`Protocol::put_off_pings_in_bursts`]).
-    burst_pings_put_off: bool,
-    /// When the current socket's latest report sent with its own ping went, while pings are
-    /// put off in bursts.
+    /// When the current socket's latest report sent with its own ping went, with
+    /// [`Confirmation::PingPerBurst`].
     burst_from: Option<f64>,
     state_request: Option<StateRequest>,
     actions: VecDeque<Action>,
@@ -203,7 +233,6 @@ impl Protocol {
             unconfirmed: None,
             last_ping: 0,
             sent_bytes: 0,
-            burst_pings_put_off: false,
             burst_from: None,
             state_request: None,
             actions: VecDeque::new(),
@@ -235,19 +264,6 @@ impl Protocol {
 
     pub fn has_held_report(&self) -> bool {
         self.held.is_some()
-    }
-
-    /// D13 where each report's pong would cost the product's thread a wake-up, or the worker a
-    /// pong written in the middle of an exchange: a report made within [`BURST_MS`] of the
-    /// latest one sent with its ping goes without one; when that time is up, the report then
-    /// unconfirmed gets its ping (a heartbeat ping sent before serves as well). Reports replace
-    /// each other, so a burst of round trips costs two pings per [`BURST_MS`], not one each,
-    /// while a report made on its own (the first after a pause) goes with its ping in the same
-    /// write. Nothing is lost: a report unconfirmed at a drop is held as ever; a worker that
-    /// read one in a burst and died before its ping gets it again (D13's one harmless
-    /// duplicate). The native transport and the WebAssembly build's own socket both do this.
-    pub fn put_off_pings_in_bursts(&mut self) {
-        self.burst_pings_put_off = true;
     }
 
     /// Queue [`Note`]s of these kinds from now on (none by default).
@@ -673,9 +689,9 @@ impl Protocol {
     }
 
     /// A ping numbered `number` goes out after the unconfirmed report, whose own ping may have
-    /// been put off ([`Protocol::put_off_pings_in_bursts`]): its pong proves the report read.
+    /// been put off ([`Confirmation::PingPerBurst`]): its pong proves the report read.
     pub(super) fn ping_follows_report(&mut self, number: u64) {
-        if !self.cfg.confirm_by_ping {
+        if !self.cfg.confirms_by_ping() {
             return;
         }
         if let Some(u) = self.unconfirmed.as_mut() {
@@ -685,7 +701,7 @@ impl Protocol {
 
     /// The unconfirmed report, if its ping was put off and has not gone yet.
     pub(super) fn owes_ping(&self) -> bool {
-        self.cfg.confirm_by_ping
+        self.cfg.confirms_by_ping()
             && self
                 .unconfirmed
                 .as_ref()
@@ -769,7 +785,7 @@ impl Protocol {
         if let Some(u) = self.unconfirmed.take() {
             // A WHATWG socket's report that left its buffer counts as delivered: nothing more
             // can be known of it.
-            if (self.cfg.confirm_by_ping || u.untransmitted) && !self.closed {
+            if (self.cfg.confirms_by_ping() || u.untransmitted) && !self.closed {
                 self.note_report(u.out.type_name, ReportOutcome::Held);
                 self.held = Some(Outbound {
                     ping_after: None,

@@ -14,7 +14,7 @@ fn core() -> Protocol {
             connect_timeout_ms: 0.0,
         },
         seed: 7,
-        confirm_by_ping: false,
+        confirmation: Confirmation::Written,
     })
 }
 
@@ -1008,10 +1008,15 @@ fn deadlines_due_together_are_handled_earliest_first_and_once() {
 
 // ── D13: a report counts as delivered once the worker proved it read it ──────
 
-/// A connected core on a transport that pings, observing reports.
+/// A connected core on a transport that pings after each report, observing reports.
 fn pinging() -> Protocol {
+    confirming_by(Confirmation::PingEach)
+}
+
+/// A connected core that confirms reports so, observing reports.
+fn confirming_by(confirmation: Confirmation) -> Protocol {
     let mut p = Protocol::new(Config {
-        confirm_by_ping: true,
+        confirmation,
         ..core().cfg
     });
     p.observe(Observed {
@@ -1093,17 +1098,14 @@ fn a_confirmed_report_is_never_sent_again() {
     assert!(sent(&actions).is_empty(), "{:?}", sent(&actions));
 }
 
-/// A clocked core with a heartbeat of 1000 ms on a transport that pings, connected and
-/// observing reports; `put_off` puts a burst's pings off.
-fn clocked_pinging(put_off: bool) -> Clocked {
+/// A clocked core with a heartbeat of 1000 ms that confirms reports so, connected and observing
+/// reports.
+fn clocked_pinging(confirmation: Confirmation) -> Clocked {
     let mut c = Clocked::new(1_000.0, 0.0);
     c.p = Protocol::new(Config {
-        confirm_by_ping: true,
+        confirmation,
         ..c.p.cfg.clone()
     });
-    if put_off {
-        c.p.put_off_pings_in_bursts();
-    }
     c.p.start(0.0);
     acked(&mut c);
     c.p.observe(Observed {
@@ -1115,7 +1117,7 @@ fn clocked_pinging(put_off: bool) -> Clocked {
 
 #[test]
 fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
-    let mut c = clocked_pinging(false);
+    let mut c = clocked_pinging(Confirmation::PingEach);
     c.advance_to(1_000.0);
     let heartbeat = c.drain();
     assert!(heartbeat.contains(&Action::Ping(1)), "{heartbeat:?}");
@@ -1140,11 +1142,9 @@ fn only_a_pong_to_a_ping_after_the_report_confirms_it() {
     );
 }
 
-/// A connected core on a transport that pings and puts off a burst's pings.
+/// A connected core on a transport whose burst's reports share their pings.
 fn pinging_in_bursts() -> Protocol {
-    let mut p = pinging();
-    p.put_off_pings_in_bursts();
-    p
+    confirming_by(Confirmation::PingPerBurst)
 }
 
 const READY: &str = r#"{"type":"target-ready","payload":1}"#;
@@ -1213,7 +1213,7 @@ fn a_report_whose_ping_was_put_off_is_held_at_a_drop_and_sent_again_with_its_own
 
 #[test]
 fn a_heartbeat_ping_after_a_report_whose_ping_was_put_off_confirms_it() {
-    let mut c = clocked_pinging(true);
+    let mut c = clocked_pinging(Confirmation::PingPerBurst);
     // Made just before the heartbeat's ping is due, the second report's ping is put off.
     c.p.tell(999.0);
     c.p.report_ready("1".into()).ok();
