@@ -1,7 +1,12 @@
-// @norskvideo/ctl-migration: the job side of a Norsk worker's job socket — a native drop-in
-// for `@norskvideo/ctl-sdk/migration`. Same exports, same behaviour on the wire; its types
-// accept what the reference's accept, need no `@types/node`, and let every option be
-// `undefined` under `exactOptionalPropertyTypes`.
+/**
+ * The job side of a Norsk worker's job socket — a native drop-in for
+ * `@norskvideo/ctl-sdk/migration`. Same exports, same behaviour on the wire; its types accept
+ * what the reference's accept, need no `@types/node`, and let every option be `undefined` under
+ * `exactOptionalPropertyTypes`. Start with {@link connectMigration}.
+ *
+ * @packageDocumentation
+ * @module @norskvideo/ctl-migration
+ */
 
 declare global {
   // The `using` protocol's symbols, as `lib.esnext.disposable` and `@types/node` declare them,
@@ -19,7 +24,9 @@ export type MigrationEnv = Record<string, string | undefined>
  *  {@link stateRefusal}); the worker receives `state-refused` with `reason` and the migration
  *  ends before any target is placed. */
 export interface StateRefusal {
+  /** Marks the value as a refusal. */
   readonly refused: true
+  /** Why the source declines; the worker receives it in `state-refused`. */
   readonly reason: string
 }
 
@@ -31,7 +38,10 @@ export declare function isStateRefusal(value: unknown): value is StateRefusal
 
 /** A handler's type, checked as a method's is (its parameters bivariantly), as the reference
  *  declares its handlers: a product's `onInitialState(state: MyState)` is accepted. */
-type Handler<Args extends unknown[], Result> = { bivarianceHack(...args: Args): Result }['bivarianceHack']
+type Handler<Args extends unknown[], Result> = {
+  /** The handler, as a method. */
+  bivarianceHack(...args: Args): Result
+}['bivarianceHack']
 
 /** The product's side of a handover. Every handler is optional (absent or `undefined`) and is
  *  called with `this` set to the handlers object; a handler may return a Promise, which is
@@ -67,7 +77,14 @@ export interface AppliedSummary {
   /** Ids of the participants that applied their part. */
   applied?: string[] | undefined
   /** Participants that could not apply their part, and why. */
-  failed?: { id: string; reason: string }[] | undefined
+  failed?:
+    | {
+        /** The participant's id. */
+        id: string
+        /** Why it could not. */
+        reason: string
+      }[]
+    | undefined
   /** How far apart, in milliseconds, the source's stop and the target's start were. */
   skewMs?: number | undefined
 }
@@ -108,11 +125,17 @@ export interface MigrationClient {
 /** The part of the WHATWG WebSocket interface the client uses. Node's and Bun's global
  *  `WebSocket`, `ws`'s `WebSocket` and a test's fake all fit it. */
 export interface MigrationSocket {
+  /** Sends a text frame. */
   send(data: string): void
+  /** Closes the socket (the client sends 1000 "job closing"). */
   close(code?: number, reason?: string): void
+  /** Set by the client: the socket is open. */
   onopen: ((ev: unknown) => void) | null
+  /** Set by the client: a frame arrived (`data` a string, or bytes decoded as UTF-8). */
   onmessage: ((ev: { data: unknown }) => void) | null
+  /** Set by the client: the socket closed. */
   onclose: ((ev: { code: number; reason: string }) => void) | null
+  /** Set by the client: the socket failed (an `error` with no `close` after it ends it too). */
   onerror: ((ev: unknown) => void) | null
 }
 
@@ -162,9 +185,13 @@ export declare function connectMigration(
 /** The names of the `node:diagnostics_channel` channels the client publishes on.
  *  `handler` is a TracingChannel: subscribe with `diagnostics_channel.tracingChannel(channels.handler)`. */
 export declare const channels: {
+  /** Carries {@link ConnectionMessage}s. */
   readonly connection: 'ctl-migration:connection'
+  /** Carries {@link FrameMessage}s. */
   readonly frame: 'ctl-migration:frame'
+  /** Carries {@link ReportMessage}s. */
   readonly report: 'ctl-migration:report'
+  /** The TracingChannel whose context is a {@link HandlerTraceContext}. */
   readonly handler: 'ctl-migration:handler'
 }
 
@@ -180,9 +207,11 @@ export type ConnectionMessage =
       attempt: number
     }
   | {
+      /** Unique to each `connectMigration` call in the process. */
       client: number
       /** The worker acknowledged the hello. */
       event: 'connected'
+      /** The connect attempt, counted from 1 over the client's life. */
       attempt: number
       /** The role the hello-ack gave. */
       role: 'source' | 'target'
@@ -190,9 +219,11 @@ export type ConnectionMessage =
       migrationId?: string
     }
   | {
+      /** Unique to each `connectMigration` call in the process. */
       client: number
       /** The attempt's socket ended. */
       event: 'disconnected'
+      /** The connect attempt, counted from 1 over the client's life. */
       attempt: number
       /** By a close frame: its code (1005 when it had none). Absent when the socket failed without
        *  one (a refused connect, an error, a stall, a failed send). */
@@ -206,9 +237,11 @@ export type ConnectionMessage =
       migrationId?: string
     }
   | {
+      /** Unique to each `connectMigration` call in the process. */
       client: number
       /** `close()`: nothing more will be sent or tried. */
       event: 'closed'
+      /** The last connect attempt. */
       attempt: number
     }
 
@@ -217,6 +250,7 @@ export type ConnectionMessage =
 export interface FrameMessage {
   /** Unique to each `connectMigration` call in the process. */
   client: number
+  /** `in` from the worker, `out` to it. */
   direction: 'in' | 'out'
   /** The frame's `type`: `hello`, `hello-ack`, `get-state`, `state`, … */
   type: string
@@ -237,6 +271,7 @@ export type ReportMessage =
   | {
       /** Unique to each `connectMigration` call in the process. */
       client: number
+      /** The report's frame type. */
       type: ReportType
       /** `sent`: handed to the socket. `confirmed` (natively, on the WebAssembly build, and with
        *  `WebSocket` if its class has `ping()`, as ws's does): the worker proved it read the report
@@ -245,13 +280,17 @@ export type ReportMessage =
        *  `superseded`: a held or unconfirmed report replaced by a newer one (published for the
        *  older). */
       outcome: 'sent' | 'confirmed' | 'held' | 'superseded'
+      /** The migration it belongs to. */
       migrationId?: string
     }
   | {
+      /** Unique to each `connectMigration` call in the process. */
       client: number
+      /** The report's frame type. */
       type: ReportType
       /** Never to be sent, see `reason`. */
       outcome: 'dropped'
+      /** The migration it belongs to. */
       migrationId?: string
       /** `closed`, `no get-state in flight`, `get-state already answered` or `disconnected` (a
        *  propose answer is never held). */
@@ -264,6 +303,7 @@ export type ReportMessage =
 export interface HandlerTraceContext {
   /** Unique to each `connectMigration` call in the process. */
   client: number
+  /** The handler called. */
   handler: 'onGetState' | 'onInitialState' | 'onCutoverReady' | 'onCutoverApply' | 'onAbort' | 'onConnected'
   /** Absent only for an `onConnected` with no migration. */
   migrationId: string | undefined

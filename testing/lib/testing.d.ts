@@ -1,25 +1,35 @@
-// @norskvideo/ctl-migration-testing: test a product's migration handlers against a worker
-// simulator that enforces the real worker's rules, on loopback, in the test's own process. Its
-// types need no `@types/node`, and every option may be `undefined` under
-// `exactOptionalPropertyTypes`.
+/**
+ * Test a product's migration handlers against a worker simulator that enforces the real
+ * worker's rules, on loopback, in the test's own process: {@link startTestWorker} and
+ * {@link runHandover}. Its types need no `@types/node`, and every option may be `undefined` under
+ * `exactOptionalPropertyTypes`.
+ *
+ * @packageDocumentation
+ * @module @norskvideo/ctl-migration-testing
+ */
 
 import type { AppliedSummary } from '@norskvideo/ctl-migration'
 
 /** The env that makes `connectMigration` connect as one instance: pass it as `env`, or merge it
  *  into a child process's environment. */
 export interface InstanceEnv extends Record<string, string | undefined> {
+  /** The worker's URL with the instance's path: `ws://127.0.0.1:<port>/instances/<jobId>/<role>`. */
   NORSK_WORKER_WS_URL: string
+  /** The instance's token, sent in its hello. */
   NORSK_WORKER_TOKEN: string
 }
 
 /** The env of a launched target: also `NORSK_MIGRATION_ID`, the migration it is the target of. */
 export interface TargetEnv extends InstanceEnv {
+  /** The migration whose target this instance is. */
   NORSK_MIGRATION_ID: string
 }
 
 /** An instance of a job: it connects on `/instances/<jobId>/<role>`. */
 export interface InstanceRef {
+  /** The job, e.g. `test-job`. */
   jobId: string
+  /** The instance's role in the job, e.g. `main` or `target-<migrationId>`. */
   role: string
 }
 
@@ -28,25 +38,101 @@ export type Instance = InstanceEnv | InstanceRef
 
 /** A frame a job sends the worker, as the worker validated it (unknown keys dropped). */
 export type JobFrame =
-  | { type: 'hello'; token: string }
-  | { type: 'state'; payload: unknown }
-  | { type: 'state-refused'; reason: string }
-  | { type: 'target-ready'; payload: unknown }
-  | { type: 'source-stopped-output'; payload: unknown }
-  | ({ type: 'target-applied' } & AppliedSummary)
-  | { type: 'abort'; reason: string }
+  | {
+      /** First on every connection. */
+      type: 'hello'
+      /** The instance's token. */
+      token: string
+    }
+  | {
+      /** The source's answer to `get-state`. */
+      type: 'state'
+      /** The state it hands over (any JSON). */
+      payload: unknown
+    }
+  | {
+      /** The source declines the propose. */
+      type: 'state-refused'
+      /** Why. */
+      reason: string
+    }
+  | {
+      /** The target is ready. */
+      type: 'target-ready'
+      /** The position it is ready at. */
+      payload: unknown
+    }
+  | {
+      /** The source stopped its output. */
+      type: 'source-stopped-output'
+      /** The position it stopped at. */
+      payload: unknown
+    }
+  | ({
+      /** The target took over; the rest is `reportApplied`'s summary. */
+      type: 'target-applied'
+    } & AppliedSummary)
+  | {
+      /** The job gives up on the migration. */
+      type: 'abort'
+      /** Why. */
+      reason: string
+    }
 
 /** The `type` of a {@link JobFrame}: what `waitForFrame` waits for. */
 export type JobFrameType = JobFrame['type']
 
 /** A frame the worker sends a job. */
 export type WorkerFrame =
-  | { type: 'hello-ack'; migration?: { id: string; side: 'target' } }
-  | { type: 'get-state'; migrationId: string }
-  | { type: 'initial-state'; migrationId: string; payload: unknown }
-  | { type: 'cutover-ready'; migrationId: string; payload: unknown }
-  | { type: 'cutover-apply'; migrationId: string; payload: unknown }
-  | { type: 'abort'; migrationId: string; reason: string }
+  | {
+      /** The hello is accepted. */
+      type: 'hello-ack'
+      /** Present when the instance is a migration's target. */
+      migration?: {
+        /** The migration. */
+        id: string
+        /** Always `target`. */
+        side: 'target'
+      }
+    }
+  | {
+      /** The propose, to the source. */
+      type: 'get-state'
+      /** The migration proposed. */
+      migrationId: string
+    }
+  | {
+      /** The source's state, to the target. */
+      type: 'initial-state'
+      /** The migration. */
+      migrationId: string
+      /** The state. */
+      payload: unknown
+    }
+  | {
+      /** The target is ready, to the source. */
+      type: 'cutover-ready'
+      /** The migration. */
+      migrationId: string
+      /** The target's ready position. */
+      payload: unknown
+    }
+  | {
+      /** The source stopped, to the target. */
+      type: 'cutover-apply'
+      /** The migration. */
+      migrationId: string
+      /** The source's stopped position. */
+      payload: unknown
+    }
+  | {
+      /** The migration is abandoned, to both sides. */
+      type: 'abort'
+      /** The migration. */
+      migrationId: string
+      /** Why. */
+      reason: string
+    }
 
 /** Fields every record has. */
 export interface WorkerRecord {
@@ -58,6 +144,7 @@ export interface WorkerRecord {
   connection: number
   /** The instance the connection's path names, when it names one. */
   jobId?: string
+  /** The instance's role, with `jobId`. */
   role?: string
 }
 
@@ -69,14 +156,19 @@ export interface ConnectionRecord extends WorkerRecord {
 
 /** A frame received (validated) or sent on an instance's connection. */
 export interface FrameRecord<F> extends WorkerRecord {
+  /** The instance's job. */
   jobId: string
+  /** The instance's role. */
   role: string
+  /** The frame. */
   frame: F
 }
 
 /** A connection that ended (`worker.closes`). */
 export interface CloseRecord extends WorkerRecord {
+  /** The close code (1006: no close frame). */
   code: number
+  /** The close frame's reason. */
   reason: string
   /** Who closed: `worker` (a rule, a newer connection, restart, kill or close) or `job`. A
    *  connection dropped without a close frame has code 1006. */
@@ -106,15 +198,21 @@ export type WorkerRule =
 
 /** A rule a connection broke, and the close it got for it (`worker.violations`). */
 export interface ViolationRecord extends WorkerRecord {
+  /** The connection's path. */
   path: string
+  /** The close code the connection got. */
   code: 4400 | 4401 | 4413
+  /** The rule broken. */
   rule: WorkerRule
+  /** What happened, in a sentence. */
   detail: string
 }
 
 /** A frame `sendRaw` sent, exactly as given. */
 export interface RawRecord extends WorkerRecord {
+  /** The instance's job. */
   jobId: string
+  /** The instance's role. */
   role: string
   /** A text frame's string, or a binary frame's bytes. */
   data: string | Uint8Array
@@ -123,12 +221,42 @@ export interface RawRecord extends WorkerRecord {
 /** What `events()` yields: each record as the worker makes it, with the array it goes to
  *  (`sent-raw` records are only here). */
 export type WorkerEvent =
-  | { type: 'connection'; record: ConnectionRecord }
-  | { type: 'frame'; record: FrameRecord<JobFrame> }
-  | { type: 'sent'; record: FrameRecord<WorkerFrame> }
-  | { type: 'sent-raw'; record: RawRecord }
-  | { type: 'violation'; record: ViolationRecord }
-  | { type: 'close'; record: CloseRecord }
+  | {
+      /** A connection accepted (`connections`). */
+      type: 'connection'
+      /** Its record. */
+      record: ConnectionRecord
+    }
+  | {
+      /** A frame accepted (`frames`). */
+      type: 'frame'
+      /** Its record. */
+      record: FrameRecord<JobFrame>
+    }
+  | {
+      /** A frame sent (`sent`). */
+      type: 'sent'
+      /** Its record. */
+      record: FrameRecord<WorkerFrame>
+    }
+  | {
+      /** A frame `sendRaw` sent. */
+      type: 'sent-raw'
+      /** Its record. */
+      record: RawRecord
+    }
+  | {
+      /** A rule broken (`violations`). */
+      type: 'violation'
+      /** Its record. */
+      record: ViolationRecord
+    }
+  | {
+      /** A connection ended (`closes`). */
+      type: 'close'
+      /** Its record. */
+      record: CloseRecord
+    }
 
 /** The kinds of {@link WorkerEvent}. */
 export type WorkerEventType = WorkerEvent['type']
@@ -195,6 +323,7 @@ export type ProposeAnswer =
  *  4413), one connection per instance (the older is closed 4409) — and records what it sees.
  *  Each instance has its own token, issued the first time its env is asked for. */
 export interface TestWorker {
+  /** The port it listens on, on 127.0.0.1. */
   readonly port: number
   /** `ws://127.0.0.1:<port>` */
   readonly url: string
@@ -209,7 +338,10 @@ export interface TestWorker {
   /** Drops the instance's connection (default `test-job` / `main`) without a close frame, after
    *  the frames already queued for it, as a network blip does: the job sees 1006 and should
    *  reconnect; `closes` records 1006 by the worker. Throws when it is not connected. */
-  dropConnection(instance?: Instance): { connection: number }
+  dropConnection(instance?: Instance): {
+    /** The connection acted on, as numbered in the records. */
+    connection: number
+  }
   /** Closes the instance's connection (default `test-job` / `main`) with a close frame of
    *  `code` and `reason` (default empty), after the frames already queued for it — 4409 as when
    *  the instance moved elsewhere, 4401, 1011, any code an endpoint may send (1000–1003,
@@ -217,22 +349,36 @@ export interface TestWorker {
    *  Resolves with that record once the close is done (the job's reply, or after 1 s without
    *  one). Throws when the instance is not connected or the code or reason cannot be sent. */
   closeConnection(code: number, reason?: string): Promise<CloseRecord>
+  /** `closeConnection(code, reason)` for the connection of `instance`. */
   closeConnection(instance: Instance, code: number, reason?: string): Promise<CloseRecord>
   /** Stops reading the instance's connection (default `test-job` / `main`), as a hung worker
    *  or a half-open TCP path: its frames and pings wait unread and no pong goes back (frames the
    *  test sends still go out). A client with a heartbeat finds it dead and reconnects; the new
    *  connection replaces the frozen one (4409) and is not frozen. `waitForConnection` waits for
    *  a connection that is not frozen. Throws when the instance is not connected. */
-  freeze(instance?: Instance): { connection: number }
+  freeze(instance?: Instance): {
+    /** The connection acted on, as numbered in the records. */
+    connection: number
+  }
   /** Reads the instance's frozen connection again; what waited is read in order. Throws when
    *  none of its connections is frozen. */
-  thaw(instance?: Instance): { connection: number }
+  thaw(instance?: Instance): {
+    /** The connection acted on, as numbered in the records. */
+    connection: number
+  }
   /** Sends a text frame (a string) or a binary frame (a Uint8Array) to the instance's connection
    *  (default `test-job` / `main`) exactly as given, after the frames already queued for it:
    *  none of the worker's checks applies (JSON, the schema, 64 KiB). `events()` reports it as
    *  `sent-raw`; `sent` does not hold it. Throws when the instance is not connected. */
-  sendRaw(data: string | Uint8Array): { connection: number }
-  sendRaw(instance: Instance, data: string | Uint8Array): { connection: number }
+  sendRaw(data: string | Uint8Array): {
+    /** The connection acted on, as numbered in the records. */
+    connection: number
+  }
+  /** `sendRaw(data)` to the connection of `instance`. */
+  sendRaw(instance: Instance, data: string | Uint8Array): {
+    /** The connection acted on, as numbered in the records. */
+    connection: number
+  }
   /** Holds every later hello-ack to the instance (default `test-job` / `main`) back by `ms`,
    *  and whatever is sent behind it with it (a launched target's initial state, your frames),
    *  until `delayHelloAck(0, instance)`. A connection that ends meanwhile gets none of it. */
@@ -271,12 +417,14 @@ export interface TestWorker {
    *  reach JavaScript as events, so a job's client can see its hello-ack slightly before the
    *  worker's records do: wait with `waitFor…` before reading them. */
   waitForConnection(instance?: Instance, opts?: { timeoutMs?: number | undefined }): Promise<void>
+  /** Every connection accepted. */
   readonly connections: readonly ConnectionRecord[]
   /** Every frame the worker accepted: schema-valid (unknown keys dropped) and in phase. A frame
    *  that broke a rule is described in `violations` instead. */
   readonly frames: readonly FrameRecord<JobFrame>[]
   /** Every frame sent. */
   readonly sent: readonly FrameRecord<WorkerFrame>[]
+  /** Every connection that ended. */
   readonly closes: readonly CloseRecord[]
   /** Every rule broken. */
   readonly violations: readonly ViolationRecord[]
@@ -296,9 +444,11 @@ export interface TestWorker {
 /** A rule broken on a strict worker. The message names each violation: the instance (or the
  *  path), the rule, the close code and the detail. */
 export declare class ViolationError extends Error {
+  /** `'ViolationError'`. */
   readonly name: 'ViolationError'
   /** The first. */
   readonly violation: ViolationRecord
+  /** Every one recorded since the start or the last `reset()`. */
   readonly violations: readonly ViolationRecord[]
 }
 
@@ -312,6 +462,7 @@ export type HandoverStepName = 'propose' | 'launch' | 'initial-state' | 'cutover
 
 /** A completed step of a handover: what the worker sent, what ended it, and how long it took. */
 export interface HandoverStep {
+  /** The step. */
   step: HandoverStepName
   /** Whom the step waited on. */
   side: 'source' | 'target'
@@ -321,6 +472,7 @@ export interface HandoverStep {
   received: 'state' | 'state-refused' | 'hello' | 'target-ready' | 'source-stopped-output' | 'target-applied'
   /** On the worker's clock (`atMs` of its records). */
   startedAtMs: number
+  /** From the frame sent to the answer received. */
   latencyMs: number
   /** What the job answered: the state, the refusal's reason, the ready or stopped position, or
    *  `target-applied`'s summary. */
@@ -334,9 +486,11 @@ export interface HandoverWait {
   step: HandoverStepName
   /** Whom it waited for. */
   side: 'source' | 'target'
+  /** A participant's `return`, or an `answer`. */
   waitingFor: 'return' | 'answer'
   /** On the worker's clock. */
   startedAtMs: number
+  /** How long it waited. */
   latencyMs: number
   /** It ended the handover: the participant did not come back, or the step stalled. */
   timedOut: boolean
@@ -344,6 +498,7 @@ export interface HandoverWait {
 
 /** A handover as `runHandover` saw it. */
 export interface HandoverTimeline {
+  /** The migration. */
   migrationId: string
   /** When runHandover began, on the worker's clock. */
   startedAtMs: number
@@ -355,7 +510,12 @@ export interface HandoverTimeline {
    *  it failed. */
   totalMs: number
   /** Set when `abortAfter` aborted the migration. */
-  aborted?: { afterStep: HandoverStepName; reason: string }
+  aborted?: {
+    /** The step after which it was aborted. */
+    afterStep: HandoverStepName
+    /** The reason sent in `abort`. */
+    reason: string
+  }
   /** With `faults`: each fault as it struck (or why it could not). */
   faults?: FaultRecord[]
 }
@@ -368,7 +528,9 @@ export type HandoverFaultKind = 'drop-source' | 'drop-target' | 'restart-worker'
 /** A fault that strikes right after the worker sends `step`'s frame (for `launch`, right after
  *  the target's hello-ack). */
 export interface HandoverFault {
+  /** What breaks. */
   kind: HandoverFaultKind
+  /** The step whose frame it follows. */
   step: HandoverStepName
 }
 
@@ -379,16 +541,50 @@ export interface FaultRecord extends HandoverFault {
   /** False when there was nothing to strike (a target fault at `propose`: no target yet; a side
    *  not connected); `detail` says why. */
   struck: boolean
+  /** Why it did not strike, or what it struck. */
   detail?: string
 }
 
 /** What `onEvent` hears, as it happens (`atMs` on the worker's clock). */
 export type HandoverEvent =
-  | { type: 'step-started'; step: HandoverStepName; side: 'source' | 'target'; atMs: number }
-  | ({ type: 'step' } & HandoverStep)
-  | ({ type: 'fault' } & FaultRecord)
-  | { type: 'disconnected' | 'reconnected'; side: 'source' | 'target'; step: HandoverStepName; atMs: number }
-  | { type: 'aborted'; afterStep: HandoverStepName; reason: string; atMs: number }
+  | {
+      /** A step began: the worker sent its frame (or launched the target). */
+      type: 'step-started'
+      /** The step. */
+      step: HandoverStepName
+      /** Whom it waits on. */
+      side: 'source' | 'target'
+      /** When. */
+      atMs: number
+    }
+  | ({
+      /** A step completed; the rest is its {@link HandoverStep}. */
+      type: 'step'
+    } & HandoverStep)
+  | ({
+      /** A fault struck (or could not); the rest is its {@link FaultRecord}. */
+      type: 'fault'
+    } & FaultRecord)
+  | {
+      /** A participant's connection ended without a close frame, or it came back. */
+      type: 'disconnected' | 'reconnected'
+      /** Whose. */
+      side: 'source' | 'target'
+      /** The step it happened in. */
+      step: HandoverStepName
+      /** When. */
+      atMs: number
+    }
+  | {
+      /** `abortAfter` aborted the migration. */
+      type: 'aborted'
+      /** The step after which. */
+      afterStep: HandoverStepName
+      /** The reason sent. */
+      reason: string
+      /** When. */
+      atMs: number
+    }
 
 /** `runHandover`'s options: the worker, the source, how to launch the target, and what to break. */
 export interface RunHandoverOptions {
@@ -426,9 +622,13 @@ export type HandoverFailure = 'stalled' | 'protocol' | 'closed' | 'aborted' | 'r
 /** A failed handover. The message names the migration, the step and what happened. The worker
  *  aborted the migration (except after a refusal, which needs no abort). */
 export declare class HandoverError extends Error {
+  /** `'HandoverError'`. */
   readonly name: 'HandoverError'
+  /** The migration. */
   readonly migrationId: string
+  /** The step that failed. */
   readonly step: HandoverStepName
+  /** How it failed. */
   readonly kind: HandoverFailure
   /** The steps completed before it failed (a refused propose is one). */
   readonly timeline: HandoverTimeline
