@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
-    include: ['__test__/**/*.test.{ts,mts,js,mjs}'],
+    // docs/examples: the docs' complete examples run as they stand there (scripts/doc-examples.mjs).
+    include: ['__test__/**/*.test.{ts,mts,js,mjs}', 'docs/examples/*.test.ts'],
     // The CLI suite runs from an installed tarball: vitest.cli.config.mjs.
     exclude: ['__test__/cli/**', '**/node_modules/**'],
     pool: 'forks',

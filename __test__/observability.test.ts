@@ -1,10 +1,10 @@
-// docs/opentelemetry-example.mjs, as the docs show it: a whole handover on the testing kit's
+// docs/examples/opentelemetry-example.mjs, as the docs show it: a whole handover on the testing kit's
 // worker simulator becomes OpenTelemetry spans, read back from the SDK's in-memory exporter.
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { afterEach, beforeEach, expect, test } from 'vitest'
 import { connectMigration, type MigrationClient } from '@norskvideo/ctl-migration'
 import { runHandover, startTestWorker, type TestWorker } from '@norskvideo/ctl-migration-testing'
-import { traceHandovers } from '../docs/opentelemetry-example.mjs'
+import { traceHandovers } from '../docs/examples/opentelemetry-example.mjs'
 import { until } from './support/until.js'
 
 let worker: TestWorker

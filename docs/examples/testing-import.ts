@@ -1,0 +1,2 @@
+import { HandoverError, runHandover, startTestWorker } from '@norskvideo/ctl-migration-testing'
+// CommonJS: const { HandoverError, runHandover, startTestWorker } = require('@norskvideo/ctl-migration-testing')
