@@ -1,5 +1,5 @@
 // The `opts.WebSocket` path where this package deliberately differs from the JavaScript reference
-// client (README, "Differences from the JavaScript client", D1–D12) or handles a socket quirk the
+// client (docs/differences.md, D1–D12) or handles a socket quirk the
 // reference does not. Same product-style fake socket as js-socket.test.ts, but always this
 // package: the reference fails these by design, so they are not part of the comparison.
 import { inspect } from 'node:util'

@@ -1,5 +1,4 @@
-// The deliberate differences from the JavaScript client (README: "Differences from the
-// JavaScript client"), D1–D12, on the native transport against a real worker socket.
+// The deliberate differences from the JavaScript client (docs/differences.md), D1–D12, on the native transport against a real worker socket.
 import { inspect } from 'node:util'
 import { describe, expect, test } from 'vitest'
 import { connectMigration, type MigrationHandlers } from '@norskvideo/ctl-migration'

@@ -4,7 +4,8 @@
 // the OpenTelemetry example by __test__/observability.test.ts). A block in a code language follows
 // a marker naming its file, `<!-- example: PATH -->` (the whole file) or
 // `<!-- example: PATH#NAME -->` (the lines between `// #region NAME` and `// #endregion`,
-// de-indented), PATH from the repository's root, and must be that text exactly. Blocks marked
+// de-indented; the whole file is shown without those marker lines), PATH from the repository's
+// root, and must be that text exactly. Blocks marked
 // `sh` (commands), `text` (output, signatures) or `diff` are exempt; a block with no language is
 // an error, so that each says which it is.
 //   node scripts/doc-examples.mjs           # check
@@ -22,11 +23,11 @@ const root = execFileSync('git', ['rev-parse', '--show-toplevel'], { encoding: '
 process.chdir(root)
 const files = execFileSync('git', ['ls-files', '-z', '*.md'], { encoding: 'utf8' }).split('\0').filter(Boolean)
 
-/** The text a marker names: the whole file, or one region of it, de-indented. */
+/** The text a marker names: the whole file (less its region markers), or one region of it,
+ *  de-indented. */
 function source(path, region) {
-  const text = readFileSync(path, 'utf8').replace(/\n$/, '')
-  if (!region) return text
-  const lines = text.split('\n')
+  const lines = readFileSync(path, 'utf8').replace(/\n$/, '').split('\n')
+  if (!region) return lines.filter((l) => !/^\s*\/\/ #(end)?region\b/.test(l)).join('\n')
   const start = lines.findIndex((l) => l.trim() === `// #region ${region}`)
   const end = lines.findIndex((l, i) => i > start && l.trim() === '// #endregion')
   if (start < 0 || end < 0) throw new Error(`${path} has no region '${region}'`)

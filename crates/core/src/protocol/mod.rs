@@ -9,7 +9,7 @@
 //! worker too (a write it does not take, a close handshake): [`Protocol::on_wait_started`].
 //!
 //! Every rule here matches the JavaScript client `@norskvideo/ctl-sdk/migration` except where the
-//! README's "Differences from the JavaScript client" says otherwise (D1–D13 below).
+//! differences in docs/differences.md say otherwise (D1–D13 below).
 
 mod actions;
 mod clock;
