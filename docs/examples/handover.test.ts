@@ -20,10 +20,12 @@ test('the product hands its position over', async () => {
     clients.push(client)
   }
   try {
+    // #region handover
     startProduct(worker.env()) // the running instance, which the worker asks to hand over
     await worker.waitForConnection()
-    const timeline = await runHandover({ worker, target: startProduct })
+    const timeline = await runHandover({ worker, target: startProduct }) // launches the target with startProduct
     expect(timeline.steps.map((s) => s.step)).toEqual(['propose', 'launch', 'initial-state', 'cutover-ready', 'cutover-apply'])
+    // #endregion
     expect(timeline.steps[0]!.payload).toEqual({ position: 42 })
   } finally {
     for (const client of clients) client.close()
