@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The docs as CI checks them (CONTRIBUTING.md, "Docs"): every code block in the tracked Markdown
 # is its file's text (scripts/doc-examples.mjs) and those files type-check (docs/examples); every
-# relative link and #anchor resolves (remark-validate-links, offline, configured in package.json's
-# remarkConfig); the API reference builds with every export and member documented (typedoc, its
-# warnings errors). OUT=DIR keeps the reference there (default target/api-docs).
+# relative link and #anchor resolves (remark-validate-links, offline, .remarkrc.json); the API
+# reference builds with every export and member documented (typedoc, its warnings errors).
+# OUT=DIR keeps the reference there (default target/api-docs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 node scripts/doc-examples.mjs
