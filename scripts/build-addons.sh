@@ -29,7 +29,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-NAPI_ARGS+=(${PROFILE[@]+"${PROFILE[@]}"} -- "$@")
+# --locked: the crates Cargo.lock names, never a newer one resolved on the day.
+NAPI_ARGS+=(${PROFILE[@]+"${PROFILE[@]}"} -- --locked "$@")
 ensure_node_modules
 mkdir -p "$OUT_DIR"
 

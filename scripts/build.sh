@@ -31,6 +31,6 @@ if [ "$NATIVE" = 1 ]; then
 fi
 # wasm32-unknown-unknown, not wasm32-wasip1: the binding needs no files, clock, environment or
 # threads, so the module imports nothing and runs on `WebAssembly` alone (no WASI shim to load).
-cargo build -p ctl-migration-wasm --target wasm32-unknown-unknown ${PROFILE[@]+"${PROFILE[@]}"}
+cargo build --locked -p ctl-migration-wasm --target wasm32-unknown-unknown ${PROFILE[@]+"${PROFILE[@]}"}
 cp "target/wasm32-unknown-unknown/$PROFILE_DIR/ctl_migration_wasm.wasm" lib/addon/ctl-migration.wasm
 node scripts/bundle-glue.mjs

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 npm ci --no-audit --no-fund
 npm run build
-cargo test --workspace
+cargo test --workspace --locked
 npx tsc -p tsconfig.json
 npx tsc -p tsconfig.lib.json && npx tsc -p testing/tsconfig.json
 # A product's test code against the public types alone: strict, exactOptionalPropertyTypes, no @types/node.

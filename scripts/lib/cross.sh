@@ -34,5 +34,5 @@ cross_tools() {
 cross_build() {
   say "build ${3:-$1} -> $2"
   rm -f "$OUT_DIR/ctl-migration.$2.node" "$OUT_DIR/ctl-migration-testing.$2.node"
-  scripts/build-addons.sh "$OUT_DIR" --target "${3:-$1}" --cross-compile -- --locked
+  scripts/build-addons.sh "$OUT_DIR" --target "${3:-$1}" --cross-compile
 }
