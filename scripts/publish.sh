@@ -58,7 +58,7 @@ stage testing "$TESTING"
 # ── 2. version ───────────────────────────────────────────────────────────────
 if [ -n "${VERSION:-}" ]; then
   for dir in "$PKG" "$TESTING"; do
-    (cd "$dir" && npm version --no-git-tag-version --allow-same-version "$VERSION" >/dev/null && "$NAPI" version >/dev/null)
+    (cd "$dir" && npm version --no-git-tag-version --allow-same-version --ignore-scripts "$VERSION" >/dev/null && "$NAPI" version >/dev/null)
   done
 fi
 VERSION=$(node -p 'require(process.argv[1]).version' "$PKG/package.json")

@@ -1,0 +1,57 @@
+// What `npm version X` keeps at X (scripts/version.mjs), as napi's CLI writes it: the sixteen
+// platform packages' manifests and READMEs (create-npm-dirs, from each package.json), the
+// committed native loader (writeJsBinding, as `napi build` writes it), and the testing package's
+// version and its dependency on the client. A hand edit to one of them, or a package.json field
+// napi copies into the platform manifests changed without `npm version`, fails here.
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { NapiCli } from '@napi-rs/cli'
+import { afterAll, expect, test } from 'vitest'
+import { LOADER, writeLoader } from '../scripts/lib/napi-loader.mjs'
+
+const ROOT = resolve(import.meta.dirname, '..')
+const scratch = mkdtempSync(join(tmpdir(), 'ctl-migration-release-files-'))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'))
+const client = readJson(join(ROOT, 'package.json'))
+
+/** Every file below dir, by its path relative to it, with its text. */
+const tree = (dir: string): Record<string, string> =>
+  Object.fromEntries(
+    readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => {
+        const file = join(entry.parentPath, entry.name)
+        return [file.slice(dir.length + 1), readFileSync(file, 'utf8')]
+      }),
+  )
+
+test.each(['.', 'testing'])('%s/npm is what napi create-npm-dirs writes from its package.json', async (pkg) => {
+  const cwd = join(scratch, pkg === '.' ? 'client' : pkg)
+  mkdirSync(cwd)
+  copyFileSync(join(ROOT, pkg, 'package.json'), join(cwd, 'package.json'))
+  await new NapiCli().createNpmDirs({ cwd })
+  const written = tree(join(cwd, 'npm'))
+  expect(Object.keys(written)).toHaveLength(16)
+  expect(tree(join(ROOT, pkg, 'npm'))).toEqual(written)
+})
+
+test("the committed loader is napi's for this version", async () => {
+  const outputDir = join(scratch, 'loader')
+  await writeLoader(client.version, outputDir)
+  const loader = readFileSync(join(ROOT, LOADER), 'utf8')
+  expect(loader).toBe(readFileSync(join(outputDir, 'napi-loader.js'), 'utf8'))
+  expect(loader).toContain(`bindingPackageVersion !== '${client.version}'`)
+})
+
+test("the testing package is at the client's version and depends on it at that version", () => {
+  const testing = readJson(join(ROOT, 'testing/package.json'))
+  expect([testing.version, testing.dependencies[client.name]]).toEqual([client.version, client.version])
+  const lock = readJson(join(ROOT, 'package-lock.json'))
+  expect([lock.version, lock.packages.testing.version, lock.packages.testing.dependencies[client.name]]).toEqual([
+    client.version,
+    client.version,
+    client.version,
+  ])
+})
