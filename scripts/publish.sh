@@ -5,11 +5,16 @@
 # berry fails an install on a missing optional dependency). The release workflow runs it against
 # the npm registry, the release rehearsal against a local one; the registry, credentials and
 # provenance are npm's own configuration. Each package's prepublishOnly refuses a plain publish.
-# Hand-written around napi's CLI, which publishes the platform packages only, and in place.
+# Hand-written around napi's CLI, which stages and checks the platform packages.
+#
+# Run again, it completes a publish that stopped half-way: a package whose version the registry
+# has already is skipped with a line saying so, and a root package's platform packages with it
+# (they went before it).
 #
 #   scripts/publish.sh ARTIFACTS_DIR   # ctl-migration{,-testing}.<platform>.node for each of
 #                                      # napi.targets, and ctl-migration.wasm, anywhere below it
-#   DIST_TAG=latest     the dist-tag of every package
+#   DIST_TAG=next       the dist-tag of every package; by default `latest` for a release and
+#                       `next` for a pre-release (a version with a `-` part), never `latest`
 #   RELEASE_TAG=v1.2.3  if set (the workflow's git tag), must be v<version>
 #   VERSION=1.2.3-rc.1  the version to publish at (set in the staged copies only)
 #   PLACEHOLDERS=1      a text placeholder for each binary ARTIFACTS_DIR lacks, so that all names
@@ -22,7 +27,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/common.sh
 ARTIFACTS=$(cd "${1:?usage: scripts/publish.sh ARTIFACTS_DIR}" && pwd)
-DIST_TAG=${DIST_TAG:-latest}
 ensure_node_modules
 NAPI=$ROOT/node_modules/.bin/napi
 REGISTRY=$(npm config get registry)
@@ -31,7 +35,8 @@ if [ "${PLACEHOLDERS:-0}" = 1 ] && [ -z "${PACK_TO:-}" ] && ! [[ $REGISTRY =~ ^h
 fi
 STAGE=${STAGE:-$(mktemp -d "${TMPDIR:-/tmp}/ctl-migration-publish.XXXXXX")}
 PKG=$STAGE/package TESTING=$STAGE/testing
-rm -rf "$PKG" "$TESTING" "$STAGE/artifacts"
+rm -rf "$PKG" "$TESTING" "$STAGE/artifacts" "$STAGE/logs"
+mkdir -p "$STAGE/logs" # npm's output for each package, shown when it fails
 
 # ── 1. stage ─────────────────────────────────────────────────────────────────
 say "stage in $STAGE"
@@ -66,6 +71,9 @@ VERSION=$(node -p 'require(process.argv[1]).version' "$PKG/package.json")
   fail "testing/package.json is not at $VERSION, the client's version"
 [ -z "${RELEASE_TAG:-}" ] || [ "$RELEASE_TAG" = "v$VERSION" ] || fail "the tag $RELEASE_TAG is not v$VERSION, the version in package.json"
 (cd "$TESTING" && npm pkg set "dependencies.@norskvideo/ctl-migration=$VERSION")
+if [ -z "${DIST_TAG:-}" ]; then
+  if [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+- ]]; then DIST_TAG=next; else DIST_TAG=latest; fi
+fi
 echo "version $VERSION, dist-tag $DIST_TAG, registry $REGISTRY" >&2
 
 # ── 3. binaries ──────────────────────────────────────────────────────────────
@@ -95,27 +103,59 @@ ls -l "$PKG"/npm/*/*.node "$TESTING"/npm/*/*.node "$PKG/lib/addon/"*.wasm >&2
 [ "${#placeholders[@]}" -eq 0 ] || echo "placeholders (no binary built): ${placeholders[*]}" >&2
 
 # ── 4. publish ───────────────────────────────────────────────────────────────
-# publish DIR: its platform packages (napi pre-publish), the checks, then the package itself.
-publish() {
-  local dir=$1 name files d
+# published NAME: whether the registry has NAME@VERSION (npm view prints it; E404 if it has not).
+published() {
+  local got log=$STAGE/logs/${1//\//+}.view
+  if got=$(npm view "$1@$VERSION" version --prefer-online 2>"$log"); then [ "$got" = "$VERSION" ]; return; fi
+  grep -q E404 "$log" || { cat "$log" >&2; fail "npm view $1@$VERSION failed"; }
+  return 1
+}
+# release DIR: publishes the package in DIR, or with PACK_TO packs it (unless it carries a
+# placeholder). A publish refused because the registry has that version already is a skip: the
+# refusal's wording is the registry's own (npmjs.org's 403, Verdaccio's 409), the version is not.
+release() {
+  local dir=$1 name log
   name=$(node -p 'require(process.argv[1]).name' "$dir/package.json")
-  say "napi pre-publish: the platform packages of $name"
-  # napi runs `npm publish` in each npm/<platform>, which takes the dist-tag from npm_config_tag.
-  (cd "$dir" && npm_config_tag=$DIST_TAG "$NAPI" pre-publish -t npm --no-gh-release ${PACK_TO:+--skip-optional-publish})
+  log=$STAGE/logs/${name//\//+}.publish
+  if [ -n "${PACK_TO:-}" ]; then
+    grep -qs '^placeholder, not a binary' "$dir"/*.node || (cd "$dir" && npm pack --silent --pack-destination "$PACK_TO" >/dev/null)
+  elif (cd "$dir" && CTL_MIGRATION_PUBLISH=1 npm publish --tag "$DIST_TAG") >"$log" 2>&1; then
+    echo "publish.sh: $name@$VERSION published, dist-tag $DIST_TAG" >&2
+  elif published "$name"; then
+    echo "publish.sh: $name@$VERSION is on $REGISTRY already: skipped" >&2
+  else
+    cat "$log" >&2
+    fail "npm publish of $name@$VERSION failed"
+  fi
+}
+# publish DIR: checks the package and its platform packages, then publishes these (side by side:
+# none names another) and then it; nothing if the registry has the package already (its platform
+# packages went before it).
+publish() {
+  local dir=$1 name files d pids=() pid
+  name=$(node -p 'require(process.argv[1]).name' "$dir/package.json")
+  if [ -z "${PACK_TO:-}" ] && published "$name"; then
+    echo "publish.sh: $name@$VERSION is on $REGISTRY already, and so are its platform packages: skipped" >&2
+    return
+  fi
+  # napi checks each platform package and names them all as optionalDependencies at this
+  # version; publish.sh publishes them (napi would, but takes only npmjs.org's refusal of a
+  # version it has as a skip).
+  say "napi pre-publish --skip-optional-publish: $name"
+  (cd "$dir" && "$NAPI" pre-publish -t npm --no-gh-release --skip-optional-publish)
   files=$(packed_files "$dir")
   if grep '\.node$' <<<"$files"; then fail "$name carries a binary"; fi
   if grep '"file:' "$dir/package.json"; then fail "$name has a file: spec"; fi
   [ "$dir" != "$PKG" ] || grep -qx lib/addon/ctl-migration.wasm <<<"$files" || fail "$name lacks the WebAssembly build"
-  if [ -z "${PACK_TO:-}" ]; then
-    say "npm publish: $name"
-    (cd "$dir" && CTL_MIGRATION_PUBLISH=1 npm publish --access public --tag "$DIST_TAG")
-    return
-  fi
-  for d in "$dir" "$dir"/npm/*; do
-    if ! grep -qs '^placeholder, not a binary' "$d"/*.node; then (cd "$d" && npm pack --silent --pack-destination "$PACK_TO" >/dev/null); fi
+  say "${PACK_TO:+npm pack}${PACK_TO:-npm publish}: $name and its platform packages"
+  for d in "$dir"/npm/*; do
+    release "$d" &
+    pids+=("$!")
   done
+  for pid in "${pids[@]}"; do wait "$pid" || fail "a platform package of $name was not published: run publish.sh again"; done
+  release "$dir"
 }
 publish "$PKG"
 publish "$TESTING"
 where=${PACK_TO:+packed into $PACK_TO}
-echo "publish.sh: @norskvideo/ctl-migration@$VERSION, @norskvideo/ctl-migration-testing@$VERSION and their platform packages ${where:-published to $REGISTRY}" >&2
+echo "publish.sh: @norskvideo/ctl-migration@$VERSION, @norskvideo/ctl-migration-testing@$VERSION and their platform packages ${where:-on $REGISTRY, dist-tag $DIST_TAG}" >&2

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A release rehearsed through a real registry on this machine (docs/platforms.md, "Release
 # rehearsal"), with the binaries a release built: published to a local Verdaccio by
-# scripts/publish.sh at <version>-rehearsal.<unix time>, fetched back and checked
-# (scripts/rehearsal/check-registry.mjs), installed by name into fresh products outside the
+# scripts/publish.sh at <version>-rehearsal.<unix time> (as `latest`); run again once the testing
+# package went missing, which must complete it; a pre-release after it, which must leave
+# `latest` alone; fetched back and checked (scripts/rehearsal/check-registry.mjs), installed by name into fresh products outside the
 # repository with npm, pnpm, Yarn berry (PnP), Bun, `npm ci` from a darwin-arm64 lockfile and
 # --omit=optional, each checked (platform package, build, ESM and CJS handovers, `tsc --strict`),
 # and the CLI run with `npx -p`. Prints a table and exits 1 on any ✗.
@@ -106,10 +107,43 @@ phase registry
 say "publish (scripts/publish.sh)"
 manifests() { cat package.json npm/*/package.json testing/package.json testing/npm/*/package.json | sha256sum; }
 before=$(manifests)
-clean_run env NPM_CONFIG_USERCONFIG="$WORK/publisher.npmrc" STAGE="$WORK/stage" VERSION="$VERSION" DIST_TAG=latest \
-  PLACEHOLDERS="${REHEARSAL_PLACEHOLDERS:-0}" "$ROOT/scripts/publish.sh" "$ARTIFACTS"
-[ "$(manifests)" = "$before" ] || fail "publishing changed the repository's package.json files"
+# publish VAR=VALUE…: scripts/publish.sh as the publisher, with this run's binaries.
+publish() {
+  clean_run env NPM_CONFIG_USERCONFIG="$WORK/publisher.npmrc" STAGE="$WORK/stage" PLACEHOLDERS="${REHEARSAL_PLACEHOLDERS:-0}" \
+    "$@" "$ROOT/scripts/publish.sh" "$ARTIFACTS"
+}
+publish VERSION="$VERSION" DIST_TAG=latest
 phase publish
+
+# A publish that stopped before its last package: run again, it publishes what is missing and
+# skips the rest (the client's family by one look at the registry; the testing package's
+# platform packages by napi pre-publish).
+say "the testing package gone missing: scripts/publish.sh again"
+RERUN_CELL=✗
+clean_run env NPM_CONFIG_USERCONFIG="$WORK/publisher.npmrc" npm unpublish "$PKG-testing@$VERSION" --force --loglevel=error
+if publish VERSION="$VERSION" DIST_TAG=latest 2>&1 | tee "$WORK/rerun.log" >&2 &&
+  grep -q "^publish.sh: $PKG@$VERSION is on .* already, and so are its platform packages: skipped" "$WORK/rerun.log"; then
+  RERUN_CELL=✓
+fi
+phase re-run
+
+# A pre-release, its dist-tag left to publish.sh: `next` for both packages, `latest` where it was
+# (check-registry.mjs checks every package's `latest` after this).
+say "a pre-release: scripts/publish.sh with no DIST_TAG"
+if [[ $VERSION == *-* ]]; then PRERELEASE=$VERSION.next; else PRERELEASE=$VERSION-next; fi
+PRERELEASE_CELL=✗
+# shellcheck disable=SC2016 # JavaScript, not shell
+if publish VERSION="$PRERELEASE" && node -e '
+  const [registry, latest, next, ...names] = process.argv.slice(1)
+  Promise.all(names.map(async (name) => {
+    const tags = (await (await fetch(`${registry}/${name.replace("/", "%2f")}`)).json())["dist-tags"]
+    console.error(`${name}: ${JSON.stringify(tags)}`)
+    return tags.latest === latest && tags.next === next
+  })).then((ok) => process.exit(ok.every(Boolean) ? 0 : 1))' "$REGISTRY" "$VERSION" "$PRERELEASE" "$PKG" "$PKG-testing"; then
+  PRERELEASE_CELL=✓
+fi
+[ "$(manifests)" = "$before" ] || fail "publishing changed the repository's package.json files"
+phase pre-release
 
 say "the published packages, fetched back"
 registry_status=0
@@ -236,7 +270,7 @@ phase npx
 
 # ── table ────────────────────────────────────────────────────────────────────
 status=0
-[ "$registry_status" = 0 ] && [ "$NPX_CELL" = ✓ ] || status=1
+[ "$registry_status" = 0 ] && [ "$NPX_CELL" = ✓ ] && [ "$RERUN_CELL" = ✓ ] && [ "$PRERELEASE_CELL" = ✓ ] || status=1
 for r in "${rows[@]}"; do for c in install build esm cjs tsc; do [[ ${CELL[$r.$c]:-✗} != *✗* ]] || status=1; done; done
 # Pads to a width in characters (printf counts bytes, and ✓ is three).
 pad() { local LC_ALL=C.UTF-8; printf '%s%*s' "$1" $(($2 - ${#1})) ''; }
@@ -248,6 +282,9 @@ line() { local out='|' w=(36 7 7 12 12 12) i=0 c; for c in "$@"; do out+=" $(pad
   echo "wall time $((SECONDS - T0)) s: ${timings%, }"
   echo
   cat "$WORK/registry-table.txt"
+  echo
+  echo "scripts/publish.sh run again after $PKG-testing@$VERSION went missing: completes it, skips the rest: $RERUN_CELL"
+  echo "a pre-release ($PRERELEASE, no DIST_TAG): \`next\` for both packages, \`latest\` still $VERSION: $PRERELEASE_CELL"
   echo
   line "package manager" install build "ESM handover" "CJS handover" "tsc --strict"
   line "$(printf -- '-%.0s' {1..36})" ------- ------- ------------ ------------ ------------ | tr ' ' -
