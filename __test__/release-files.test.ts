@@ -1,14 +1,14 @@
-// What `npm version X` keeps at X (scripts/version.mjs), as napi's CLI writes it: the sixteen
-// platform packages' manifests and READMEs (create-npm-dirs, from each package.json), the
-// committed native loader (writeJsBinding, as `napi build` writes it), and the testing package's
-// version and its dependency on the client. A hand edit to one of them, or a package.json field
-// napi copies into the platform manifests changed without `npm version`, fails here.
+// What `npm version X` keeps at X (scripts/version.mjs), as napi's CLI writes it
+// (scripts/lib/release-files.mjs): the sixteen platform packages' manifests and READMEs
+// (create-npm-dirs, from each package.json), the committed native loader (writeJsBinding, as
+// `napi build` writes it), and the testing package's version and its dependency on the client. A
+// hand edit to one of them, or a package.json field napi copies into the platform manifests
+// changed without `npm version`, fails here.
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { NapiCli } from '@napi-rs/cli'
 import { afterAll, expect, test } from 'vitest'
-import { LOADER, writeLoader } from '../scripts/lib/napi-loader.mjs'
+import { LOADER, writeLoader, writePlatformPackages } from '../scripts/lib/release-files.mjs'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const scratch = mkdtempSync(join(tmpdir(), 'ctl-migration-release-files-'))
@@ -27,11 +27,11 @@ const tree = (dir: string): Record<string, string> =>
       }),
   )
 
-test.each(['.', 'testing'])('%s/npm is what napi create-npm-dirs writes from its package.json', async (pkg) => {
+test.each(['.', 'testing'])('%s/npm is what napi create-npm-dirs writes from its package.json (and a type)', async (pkg) => {
   const cwd = join(scratch, pkg === '.' ? 'client' : pkg)
   mkdirSync(cwd)
   copyFileSync(join(ROOT, pkg, 'package.json'), join(cwd, 'package.json'))
-  await new NapiCli().createNpmDirs({ cwd })
+  await writePlatformPackages(cwd)
   const written = tree(join(cwd, 'npm'))
   expect(Object.keys(written)).toHaveLength(16)
   expect(tree(join(ROOT, pkg, 'npm'))).toEqual(written)

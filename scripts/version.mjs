@@ -2,26 +2,24 @@
 // the client's package.json (and the lockfile's root) to X; this sets everything else that
 // carries the version, each written by the tool that writes it elsewhere:
 //   - testing/package.json: its version and its dependency on the client (npm pkg set);
-//   - npm/<platform> and testing/npm/<platform>: rewritten from each package.json by napi's
-//     create-npm-dirs (__test__/release-files.test.ts keeps them equal to what it writes);
-//   - lib/addon/napi-loader.js, the committed native loader (scripts/lib/napi-loader.mjs);
+//   - npm/<platform> and testing/npm/<platform>, rewritten from each package.json by napi's
+//     create-npm-dirs, and lib/addon/napi-loader.js, the committed native loader, by napi's
+//     writeJsBinding (scripts/lib/release-files.mjs);
 //   - package-lock.json: the testing workspace's entry (npm install --package-lock-only).
 // Under `npm version` with git tagging on, it stages them for npm's commit.
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { NapiCli } from '@napi-rs/cli'
-import { LOADER, writeLoader } from './lib/napi-loader.mjs'
+import { LOADER, writeLoader, writePlatformPackages } from './lib/release-files.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const run = (cwd, cmd, ...args) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'ignore', 'inherit'] })
 const { name, version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 
 run(join(ROOT, 'testing'), 'npm', 'pkg', 'set', `version=${version}`, `dependencies.${name}=${version}`)
-const napi = new NapiCli()
-await napi.createNpmDirs({ cwd: ROOT })
-await napi.createNpmDirs({ cwd: join(ROOT, 'testing') })
+await writePlatformPackages(ROOT)
+await writePlatformPackages(join(ROOT, 'testing'))
 await writeLoader(version)
 run(ROOT, 'npm', 'install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error')
 if (process.env.npm_config_git_tag_version === 'true') {
