@@ -120,6 +120,7 @@ release() {
   if [ -n "${PACK_TO:-}" ]; then
     grep -qs '^placeholder, not a binary' "$dir"/*.node || (cd "$dir" && npm pack --silent --pack-destination "$PACK_TO" >/dev/null)
   elif (cd "$dir" && CTL_MIGRATION_PUBLISH=1 npm publish --tag "$DIST_TAG") >"$log" 2>&1; then
+    cat "$log" >&2 # npm's notices: the tarball's contents, the provenance statement
     echo "publish.sh: $name@$VERSION published, dist-tag $DIST_TAG" >&2
   elif published "$name"; then
     echo "publish.sh: $name@$VERSION is on $REGISTRY already: skipped" >&2
@@ -132,7 +133,7 @@ release() {
 # none names another) and then it; nothing if the registry has the package already (its platform
 # packages went before it).
 publish() {
-  local dir=$1 name files d pids=() pid
+  local dir=$1 name files d pids=() pid failed=0
   name=$(node -p 'require(process.argv[1]).name' "$dir/package.json")
   if [ -z "${PACK_TO:-}" ] && published "$name"; then
     echo "publish.sh: $name@$VERSION is on $REGISTRY already, and so are its platform packages: skipped" >&2
@@ -152,7 +153,8 @@ publish() {
     release "$d" &
     pids+=("$!")
   done
-  for pid in "${pids[@]}"; do wait "$pid" || fail "a platform package of $name was not published: run publish.sh again"; done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  [ "$failed" = 0 ] || fail "a platform package of $name was not published (above); run publish.sh again"
   release "$dir"
 }
 publish "$PKG"
