@@ -2,7 +2,8 @@
 //! clock (instants built from one `Instant`).
 
 use super::*;
-use ctl_migration_core::frames::AppliedSummary;
+use crate::event::{Closer, Rule};
+use ctl_migration_core::frames::{AppliedSummary, JobFrame, WorkerFrame, MAX_FRAME_BYTES};
 
 const TIMEOUT: Duration = Duration::from_millis(500);
 
