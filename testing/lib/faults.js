@@ -20,15 +20,15 @@ const { printed } = require('./records.js')
  * @property {(record: FaultRecord) => void} struck
  */
 
-/** @param {unknown} faults @param {unknown} killProduct */
-function checkFaults(faults, killProduct) {
+/** @param {unknown} faults @param {(side: 'source' | 'target') => boolean} canKill whether a kill of that side has a killer */
+function checkFaults(faults, canKill) {
   if (!Array.isArray(faults)) throw new TypeError('runHandover: `faults` must be an array of { kind, step }')
   for (const fault of /** @type {unknown[]} */ (faults)) {
     const { kind, step } = /** @type {{ kind?: unknown, step?: unknown }} */ (fault ?? {})
     if (!isFaultKind(kind) || !isHandoverStep(step)) {
       throw new TypeError(`runHandover: a fault is { kind, step } with kind one of ${FAULT_KINDS.join(', ')} and step one of ${HANDOVER_STEPS.join(', ')}`)
     }
-    if (kind.startsWith('kill-') && typeof killProduct !== 'function') {
+    if (kind.startsWith('kill-') && !canKill(kind === 'kill-source' ? 'source' : 'target')) {
       throw new TypeError(`runHandover: the fault ${kind} needs \`killProduct(side)\`, which SIGKILLs that side's product (and starts the source again)`)
     }
   }
@@ -55,7 +55,7 @@ async function strike(scene, step, sent, queued) {
       if (kind === 'restart-worker') await kit.worker.restart()
       else if (!side || !instance) throw new Error(`unreachable: the fault ${kind} names no side`)
       else if (kind.startsWith('drop-')) kit.dropConnection(instance)
-      // checkFaults made sure a kill has killProduct.
+      // checkFaults made sure a kill has its killer.
       else await scene.killProduct?.(side)
     } catch (e) {
       record.struck = false

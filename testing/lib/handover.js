@@ -10,6 +10,7 @@ const { instanceOf, sameInstance } = require('./instances.js')
 const { recordOf, trouble, printed } = require('./records.js')
 const { kitOf, DEFAULT_TIMEOUT_MS } = require('./worker.js')
 const { checkFaults, strike } = require('./faults.js')
+const { Product } = require('./product.js')
 
 /** @typedef {import('./testing').InstanceRef} InstanceRef */
 /** @typedef {import('./testing').WorkerRecord} WorkerRecord */
@@ -25,6 +26,8 @@ const { checkFaults, strike } = require('./faults.js')
 /** @typedef {import('./testing').HandoverFault} HandoverFault */
 /** @typedef {import('./testing').RunHandoverOptions} RunHandoverOptions */
 /** @typedef {import('./testing').TargetEnv} TargetEnv */
+/** @typedef {import('./testing').TargetCommand} TargetCommand */
+/** @typedef {import('./testing').TargetProcess} TargetProcess */
 /** @typedef {import('./records.js').Outcome} Outcome */
 /** @typedef {import('./worker.js').Kit} Kit */
 /** @typedef {'source' | 'target'} Side */
@@ -57,6 +60,26 @@ function carried(frame) {
   return fields
 }
 
+/** How long a target the kit started has between SIGTERM and SIGKILL, as the worker gives it. */
+const TARGET_GRACE_MS = 5_000
+
+/** The caller's view of a target the kit started. @param {Product} product @returns {TargetProcess} */
+function targetProcess(product) {
+  return {
+    pid: product.pid,
+    command: product.command,
+    get lastLines() {
+      return product.lastLines
+    },
+    get exited() {
+      return product.exited !== undefined
+    },
+    stop: async (graceMs = TARGET_GRACE_MS) => {
+      await product.stop(graceMs)
+    },
+  }
+}
+
 /** One handover under way: its two sides, its timeline, and the steps that drive it. */
 class Handover {
   /** @param {Kit} kit @param {RunHandoverOptions} opts @param {InstanceRef} source @param {string} migrationId */
@@ -64,7 +87,13 @@ class Handover {
     this.kit = kit
     this.worker = kit.worker
     this.migrationId = migrationId
-    this.launcher = opts.target
+    /** How the target is started: the caller's launcher, or a command the kit runs itself. */
+    this.target = opts.target
+    /** The target's process, when the kit started it or the launcher handed it over (the
+     *  command line's does): its output names what its handlers threw. @type {Product | undefined} */
+    this.product = undefined
+    /** What the target's handler threw, as its client logged it: the step fails with it at once. @type {{ frameType: string, line: string } | undefined} */
+    this.threw = undefined
     this.stepTimeoutMs = opts.stepTimeoutMs ?? DEFAULT_TIMEOUT_MS
     this.abortAfter = opts.abortAfter
     this.onEvent = opts.onEvent
@@ -85,7 +114,11 @@ class Handover {
       kit,
       stepTimeoutMs: this.stepTimeoutMs,
       instanceOf: (side) => this.sides[side].instance,
-      killProduct: opts.killProduct,
+      // A target the kit started is the kit's to kill; the source (and a launcher's target) the caller's.
+      killProduct: async (side) => {
+        if (side === 'target' && this.ownsTarget()) await this.product?.kill()
+        else await opts.killProduct?.(side)
+      },
       struck: (record) => {
         this.timeline.faults?.push(record)
         this.emit({ type: 'fault', ...record })
@@ -93,8 +126,20 @@ class Handover {
     }
   }
 
-  /** The whole handover: resolves with its timeline (at the step `abortAfter` names, if any). */
+  /** The whole handover: resolves with its timeline (at the step `abortAfter` names, if any). A
+   *  target the kit started is stopped unless it completed (then it is live: the caller's). */
   async run() {
+    try {
+      const timeline = await this.steps()
+      if (timeline.aborted) await this.stopOwnTarget()
+      return timeline
+    } catch (e) {
+      await this.stopOwnTarget()
+      throw e
+    }
+  }
+
+  async steps() {
     const proposal = await this.propose()
     if (await this.maybeAbort('propose')) return this.timeline
     const since = await this.launch(proposal)
@@ -135,7 +180,7 @@ class Handover {
     this.emit({ type: 'step-started', step: 'launch', side: 'target', atMs: launchedAtMs })
     const targetNamed = this.targetSince(since)
     try {
-      await this.launcher(targetEnv)
+      this.watch(await this.launchTarget(targetEnv))
     } catch (e) {
       throw this.fail('launch', 'threw', `the target launcher threw: ${printed(e)}`)
     }
@@ -242,7 +287,11 @@ class Handover {
     for (;;) {
       const waitingSinceMs = kit.nowMs()
       const outcome = await kit.until(
-        () => kit.settled(from, this.watched(), this.sides[side].connection, answers),
+        () => {
+          // A target whose handler for this frame threw will not answer it: say so now.
+          if (side === 'target' && this.threw?.frameType === sentType) throw this.fail(step, 'threw', `the target's handler threw, as it logged: ${this.threw.line}`)
+          return kit.settled(from, this.watched(), this.sides[side].connection, answers)
+        },
         () => {
           this.timeline.waits.push({ step, side, waitingFor: 'answer', startedAtMs: waitingSinceMs, latencyMs: kit.nowMs() - waitingSinceMs, timedOut: true })
           const wanted = answers.map((a) => `'${a}'`).join(' or ')
@@ -340,7 +389,9 @@ class Handover {
     /** @type {Partial<Record<HandoverFailure, string>>} */
     const verbs = { stalled: 'stalled', protocol: 'broke the protocol' }
     const verb = verbs[kind] ?? 'failed'
-    return new HandoverError(`runHandover ${migrationId}: step '${step}' ${verb}: ${detail}`, { migrationId, step, kind, timeline })
+    // The target's own word, when it stalled or went away in one of its steps.
+    const own = kind !== 'threw' && stepSpec(step).side === 'target' ? this.product?.ownError() : undefined
+    return new HandoverError(`runHandover ${migrationId}: step '${step}' ${verb}: ${detail}${own ? `\n${own}` : ''}`, { migrationId, step, kind, timeline })
   }
 
   /** A violation, close or abort that ended a step.
@@ -349,6 +400,46 @@ class Handover {
     const who = this.sideOf(recordOf(outcome))
     const kind = outcome.violation ? 'protocol' : outcome.closed ? 'closed' : 'aborted'
     return this.fail(step, kind, trouble(outcome, `the ${who}`))
+  }
+
+  // ── the target's process ───────────────────────────────────────────────────
+
+  /** Starts the target: the caller's launcher, or the command (the kit's own process).
+   *  @param {TargetEnv} env @returns {Promise<unknown>} */
+  async launchTarget(env) {
+    const target = this.target
+    if (typeof target === 'function') return target(env)
+    const product = new Product({
+      role: 'target',
+      command: target.command,
+      env: { ...target.env, ...env },
+      cwd: target.cwd,
+      onLine: target.onOutput && ((_role, line, stream) => target.onOutput?.(line, stream)),
+    })
+    this.kit.products.add(product)
+    void product.exit.then(() => this.kit.products.delete(product))
+    this.timeline.target = targetProcess(product)
+    return product
+  }
+
+  /** Follows the target's process, when there is one: what its handlers throw ends the step.
+   *  @param {unknown} launched what the launcher returned */
+  watch(launched) {
+    if (!(launched instanceof Product)) return
+    this.product = launched
+    launched.threwListeners.add((frameType, line) => {
+      this.threw ??= { frameType, line }
+      this.kit.poll()
+    })
+  }
+
+  ownsTarget() {
+    return typeof this.target !== 'function'
+  }
+
+  /** A target the kit started and that did not take over is stopped, as the worker stops one. */
+  async stopOwnTarget() {
+    if (this.ownsTarget()) await this.product?.stop(TARGET_GRACE_MS)
   }
 
   // ── the sides ──────────────────────────────────────────────────────────────
@@ -380,16 +471,23 @@ class Handover {
 async function runHandover(opts) {
   const { worker, source, target, migrationId, abortAfter, faults = [], killProduct, onEvent } = opts ?? /** @type {Partial<RunHandoverOptions>} */ ({})
   const kit = kitOf(worker)
-  if (typeof target !== 'function') {
-    throw new TypeError('runHandover: `target` must be a function that starts the target product with the env it is given')
+  if (!(typeof target === 'function' || isTargetCommand(target))) {
+    throw new TypeError('runHandover: `target` must be a function that starts the target product with the env it is given, or { command: [program, ...args] }')
   }
   if (abortAfter !== undefined && !HANDOVER_STEPS.includes(abortAfter)) {
     throw new TypeError(`runHandover: abortAfter must be one of ${HANDOVER_STEPS.join(', ')}`)
   }
-  checkFaults(faults, killProduct)
+  // The kit kills a target it started itself; any other kill is the caller's killProduct.
+  checkFaults(faults, (side) => typeof killProduct === 'function' || (side === 'target' && typeof target !== 'function'))
   if (onEvent !== undefined && typeof onEvent !== 'function') throw new TypeError('runHandover: `onEvent` must be a function')
   const sourceInstance = instanceOf(source ?? kit.worker.env(), 'runHandover source')
   return new Handover(kit, opts, sourceInstance, String(migrationId ?? kit.nextMigrationId())).run()
+}
+
+/** @param {unknown} target @returns {target is TargetCommand} */
+function isTargetCommand(target) {
+  const command = /** @type {{ command?: unknown } | null | undefined} */ (target)?.command
+  return Array.isArray(command) && command.length > 0 && command.every((word) => typeof word === 'string')
 }
 
 module.exports = { runHandover, HandoverError }

@@ -518,6 +518,37 @@ export interface HandoverTimeline {
   }
   /** With `faults`: each fault as it struck (or why it could not). */
   faults?: FaultRecord[]
+  /** The target's process, when `target` was a {@link TargetCommand}: live after a completed
+   *  handover (stop it, or close the worker, which stops it), already stopped after a failed or
+   *  aborted one. */
+  target?: TargetProcess
+}
+
+/** A target the kit starts itself, as a new build of the product (`ctl-migration handover --to`
+ *  does the same): its command, run with the target's env added to this process's. */
+export interface TargetCommand {
+  /** The program and its arguments, each a word of its own (no shell): `['node', 'v2.mjs']`. */
+  command: readonly string[]
+  /** Its working directory (default this process's). */
+  cwd?: string | undefined
+  /** More environment for it; the target's env from the worker is added over it. */
+  env?: Record<string, string | undefined> | undefined
+  /** Hears each line it prints, as it prints it (control characters shown, not run). */
+  onOutput?: ((line: string, stream: 'stdout' | 'stderr') => void) | undefined
+}
+
+/** A target product that `runHandover` started from a {@link TargetCommand}. */
+export interface TargetProcess {
+  /** Undefined when the command could not be started. */
+  readonly pid: number | undefined
+  readonly command: readonly string[]
+  /** Its last lines of output, stdout and stderr as they came. */
+  readonly lastLines: readonly string[]
+  /** It has exited. */
+  readonly exited: boolean
+  /** SIGTERM to its process group, then SIGKILL after `graceMs` (default 5000); resolves once it
+   *  has exited. */
+  stop(graceMs?: number): Promise<void>
 }
 
 /** `drop-source`, `drop-target`: the worker drops that connection without a close frame.
@@ -593,8 +624,12 @@ export interface RunHandoverOptions {
   /** The source instance (default `test-job` / `main`); its product must be connected. */
   source?: Instance | undefined
   /** Starts the target product with the env it is given, as the worker launches a target once
-   *  the source has handed its state over. May return a Promise. */
-  target: (env: TargetEnv) => unknown
+   *  the source has handed its state over (a launcher, which may return a Promise); or the
+   *  command of a build to start as the target ({@link TargetCommand}), which the kit runs,
+   *  kills for `kill-target` and stops unless the handover completes. A target started from a
+   *  command whose handler throws (the client logs `handler for '…' threw`) fails its step at
+   *  once with what it threw; one that stalls fails with its last lines of stderr. */
+  target: ((env: TargetEnv) => unknown) | TargetCommand
   /** Default `handover-<n>`. */
   migrationId?: string | undefined
   /** How long each step may take (default 5000). */
@@ -606,8 +641,9 @@ export interface RunHandoverOptions {
    *  the client held while disconnected completes the step; a propose is asked afresh), else
    *  the handover fails and the migration is aborted. */
   faults?: HandoverFault[] | undefined
-  /** Needed by `kill-source` / `kill-target`: SIGKILL that side's product and, for the source,
-   *  start it again with the same env, as a crashed instance is restarted. May return a Promise. */
+  /** Needed by `kill-source` / `kill-target` (not by `kill-target` when `target` is a command:
+   *  the kit kills its own): SIGKILL that side's product and, for the source, start it again
+   *  with the same env, as a crashed instance is restarted. May return a Promise. */
   killProduct?: ((side: 'source' | 'target') => unknown) | undefined
   /** Hears each step start and end, each fault, disconnection and return, as they happen. */
   onEvent?: ((event: HandoverEvent) => void) | undefined
@@ -616,7 +652,8 @@ export interface RunHandoverOptions {
 /** How a handover failed: `stalled` (a step's answer did not come in time), `protocol` (the
  *  worker closed a connection for breaking a rule), `closed` (a connection closed, or a
  *  participant that disappeared did not come back within the step timeout), `aborted` (a
- *  product aborted), `refused` (the source refused the propose), `threw` (the launcher threw). */
+ *  product aborted), `refused` (the source refused the propose), `threw` (the launcher threw,
+ *  or a target started from a command logged that its handler for the step's frame threw). */
 export type HandoverFailure = 'stalled' | 'protocol' | 'closed' | 'aborted' | 'refused' | 'threw'
 
 /** A failed handover. The message names the migration, the step and what happened. The worker

@@ -40,6 +40,8 @@ const { Waits, Followers, ViolationError } = require('./waits.js')
  *   dropConnection: (instance: InstanceRef) => number,
  *   nowMs: () => number,
  *   nextMigrationId: () => string,
+ *   poll: () => void,
+ *   products: Set<import('./product.js').Product>,
  * }} Kit
  */
 /** A test worker as started: `[Symbol.asyncDispose]` only on runtimes that have the protocol.
@@ -50,6 +52,9 @@ const { Waits, Followers, ViolationError } = require('./waits.js')
 const DEFAULT_TIMEOUT_MS = 5_000
 /** Restart, kill and close wait for every connection to end; a close waits up to ~1 s each. */
 const LIFECYCLE_TIMEOUT_MS = 10_000
+
+/** A target the kit started and still running when its worker closes: SIGTERM, then SIGKILL. */
+const CLOSE_GRACE_MS = 1_000
 
 /** What runHandover needs of a worker beyond its public API, by worker. @type {WeakMap<object, Kit>} */
 const internals = new WeakMap()
@@ -81,6 +86,8 @@ async function startTestWorker(opts) {
   const { until } = waits
   const { frames, sent, closes, violations } = records
   let handovers = 0
+  /** Target products runHandover started and that have not exited: stopped when the worker closes. @type {Set<import('./product.js').Product>} */
+  const products = new Set()
   /** @type {Promise<void> | undefined} */
   let closing
 
@@ -294,7 +301,9 @@ async function startTestWorker(opts) {
   }
 
   function close() {
-    closing ??= lifecycle('close', () => native.close())
+    // No product the kit started outlives its worker.
+    closing ??= Promise.all([...products].map((p) => p.stop(CLOSE_GRACE_MS)))
+      .then(() => lifecycle('close', () => native.close()))
       .finally(() => {
         // Nothing more can come: every wait still pending and every follower ends.
         waits.close()
@@ -356,6 +365,8 @@ async function startTestWorker(opts) {
     dropConnection: (instance) => native.dropConnection(instance.jobId, instance.role),
     nowMs: () => native.nowMs(),
     nextMigrationId: () => `handover-${++handovers}`,
+    poll: () => waits.poll(),
+    products,
   })
   return worker
 }
