@@ -21,11 +21,19 @@
  */
 
 /**
+ * A build of the product: the command an instance of it runs, and its letter in the summary.
+ * @typedef {{ label: string, command: string[] }} Build
+ */
+
+/**
  * One handover of the run.
  * @typedef {object} HandoverResult
  * @property {string} migrationId
  * @property {boolean} ok
  * @property {Outcome} outcome
+ * @property {string} [sourceCommand] the source's build, as a shell would read it
+ * @property {string} [targetCommand] the target's build
+ * @property {string} [savedState] the file --save-states wrote its state to
  * @property {HandoverStep[]} steps
  * @property {HandoverFault} [fault] the fault it was run with
  * @property {string} [recoveryOf] the faulted handover it is the recovery check of
@@ -48,9 +56,32 @@
  * @property {boolean} ok
  * @property {'SIGINT' | 'SIGTERM'} [interrupted]
  * @property {number} [seed] the chaos seed
+ * @property {string[]} [builds] with --to: the two builds (A, then B), as a shell would read them
  * @property {HandoverResult[]} handovers
  * @property {Violation[]} violations
  * @property {{ kind: string, message: string }} [failure] the product never connected
+ */
+
+/**
+ * A saved state, as `compat` took it through a target's side of a handover.
+ * @typedef {object} CompatResult
+ * @property {string} file the saved state's file name
+ * @property {boolean} ok the target adopted it (and took over, when the state came with the
+ *   source's stopped position)
+ * @property {string} [migrationId]
+ * @property {string} [sourceCommand] the build that handed it over
+ * @property {'launch' | 'initial-state' | 'cutover-apply'} [step] the step it stopped at
+ * @property {string} [error] why: the target's own error when it gave one
+ * @property {Array<{ step: string, latencyMs: number }>} steps the steps it completed
+ */
+
+/**
+ * The document of a compat run.
+ * @typedef {object} CompatDocument
+ * @property {boolean} ok every state adopted (and there was at least one)
+ * @property {string} command the build that adopted them
+ * @property {string} states the directory
+ * @property {CompatResult[]} results
  */
 
 export {}

@@ -11,12 +11,13 @@ export function renderJunit(document, command) {
       : h.fault
         ? `${h.migrationId}: fault ${h.fault.kind}@${h.fault.step}${missed(h) ? ' (nothing to strike)' : ''}`
         : `${h.migrationId}: handover`
+    const builds = document.builds && h.sourceCommand !== undefined ? ` (${h.sourceCommand} → ${h.targetCommand})` : ''
     let verdict = ''
     if (h.outcome === 'interrupted') verdict = `<error type="interrupted" message="${attr(`interrupted by ${document.interrupted}`)}"/>`
     else if (h.fault && !missed(h) && h.recovered === false) verdict = failure('not-recovered', h.recoveryFailure ?? 'did not recover', h.failure?.message)
     else if (!(h.fault && !missed(h)) && !h.ok) verdict = failure(h.failure?.kind ?? h.outcome, h.failure?.message ?? h.outcome)
     const out = `<system-out>${text(`outcome: ${h.outcome}${h.cutoverWindowMs === undefined ? '' : `, cutover window ${h.cutoverWindowMs.toFixed(1)} ms`}`)}</system-out>`
-    return `    <testcase classname="ctl-migration.handover" name="${attr(name)}" time="${seconds(h.totalMs)}">${verdict}${out}</testcase>`
+    return `    <testcase classname="ctl-migration.handover" name="${attr(name + builds)}" time="${seconds(h.totalMs)}">${verdict}${out}</testcase>`
   })
   // A product that never connected has no handover: the connection is the test that failed.
   if (document.failure) cases.push(`    <testcase classname="ctl-migration.handover" name="connect" time="0">${failure(document.failure.kind, document.failure.message)}</testcase>`)
@@ -27,6 +28,26 @@ export function renderJunit(document, command) {
   return `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="ctl-migration" tests="${cases.length}" failures="${failures}" errors="${errors}" time="${seconds(total)}">
   <testsuite name="ctl-migration handover -- ${attr(command)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="0" time="${seconds(total)}">${properties}
+${cases.join('\n')}
+  </testsuite>
+</testsuites>
+`
+}
+
+/** `compat`'s file: a testcase per saved state, a failure for each the build did not adopt.
+ *  @param {import('./document.mjs').CompatDocument} document */
+export function renderCompatJunit(document) {
+  const cases = document.results.map((r) => {
+    const verdict = r.ok ? '' : failure(r.step ?? 'unreadable', `${r.step ? `stopped at ${r.step}: ` : ''}${r.error}`)
+    const time = r.steps.reduce((sum, s) => sum + s.latencyMs, 0)
+    const out = r.sourceCommand === undefined ? '' : `<system-out>${text(`handed over by: ${r.sourceCommand}`)}</system-out>`
+    return `    <testcase classname="ctl-migration.compat" name="${attr(r.file)}" time="${seconds(time)}">${verdict}${out}</testcase>`
+  })
+  const failures = cases.filter((c) => c.includes('<failure')).length
+  const total = document.results.reduce((sum, r) => sum + r.steps.reduce((t, s) => t + s.latencyMs, 0), 0)
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="ctl-migration" tests="${cases.length}" failures="${failures}" errors="0" time="${seconds(total)}">
+  <testsuite name="ctl-migration compat ${attr(document.states)} -- ${attr(document.command)}" tests="${cases.length}" failures="${failures}" errors="0" skipped="0" time="${seconds(total)}">
 ${cases.join('\n')}
   </testsuite>
 </testsuites>

@@ -38,7 +38,7 @@ export function renderReport(document, command) {
       ? 'every handover completed or recovered'
       : 'a handover failed'
   const meta = [
-    `<code>${escape(command)}</code>`,
+    ...(document.builds ? document.builds.map((b, i) => `build ${String.fromCharCode(65 + i)} <code>${escape(b)}</code>`) : [`<code>${escape(command)}</code>`]),
     `<b class="${document.ok ? 'ok' : 'failed'}">${escape(verdict)}</b>`,
     document.seed === undefined ? '' : `seed ${document.seed}`,
     `${document.handovers.length} handover(s)`,
@@ -226,6 +226,8 @@ function handover(h) {
     h.recovered === undefined ? '' : h.recovered ? 'recovered' : 'NOT recovered',
     h.totalMs === undefined ? '' : ms(h.totalMs),
     h.cutoverWindowMs === undefined ? '' : `cutover window ${ms(h.cutoverWindowMs)}`,
+    // Two builds (--to): which one handed over to which.
+    h.sourceCommand !== h.targetCommand ? `${h.sourceCommand} → ${h.targetCommand}` : '',
   ].filter(Boolean)
   const failure = h.failure ? `<div class="failure">${escape(h.failure.message)}</div>` : ''
   const recovery = h.recoveryFailure ? `<div class="failure">${escape(h.recoveryFailure)}</div>` : ''

@@ -7,9 +7,13 @@
 // the width so that it never wraps. (log-update's own `persist` wraps at the width of the moment
 // with real newlines, so it is not used for the kept lines.)
 import { createLogUpdate } from 'log-update'
+import stringWidth from 'string-width'
+import { visible } from '../lib/product.js'
 
 /** @typedef {import('./document.mjs').HandoverResult} HandoverResult */
 /** @typedef {import('./document.mjs').RunDocument} RunDocument */
+/** @typedef {import('./document.mjs').CompatResult} CompatResult */
+/** @typedef {import('./document.mjs').CompatDocument} CompatDocument */
 /** @typedef {import('../lib/testing.js').HandoverStepName} HandoverStepName */
 /** @typedef {import('../lib/testing.js').HandoverEvent} HandoverEvent */
 /** @typedef {ReturnType<typeof createView>} View */
@@ -61,18 +65,20 @@ export function createView({ json }) {
 
   return {
     event: row,
-    /** @param {string} role @param {string} text */
-    product(role, text) {
-      line(`${role.padStart(7)} │ ${text}`)
+    /** A product's line, labelled with its role (and its build, when there are two).
+     *  @param {string} role @param {string} text @param {string} [build] */
+    product(role, text, build) {
+      line(`${role.padStart(7)}${build ? ` ${build}` : ''} │ ${text}`)
     },
     /** @param {string} text */
     failure(text) {
       row('ctl-migration', text)
     },
-    /** @param {string} migrationId @param {import('../lib/testing.js').HandoverFault | undefined} fault @param {string} [recoveryOf] */
-    begin(migrationId, fault, recoveryOf) {
+    /** @param {string} migrationId @param {import('../lib/testing.js').HandoverFault | undefined} fault @param {string} [recoveryOf]
+     *  @param {string} [builds] which build hands over to which, when there are two */
+    begin(migrationId, fault, recoveryOf, builds) {
       const what = fault ? `with the fault ${fault.kind}@${fault.step}` : recoveryOf ? `the recovery check after ${recoveryOf}` : 'a clean handover'
-      row(migrationId, `begins: ${what}`)
+      row(migrationId, `begins: ${what}${builds ? `, build ${builds}` : ''}`)
     },
     /** @param {string} migrationId @param {HandoverEvent} e */
     handoverEvent(migrationId, e) {
@@ -122,17 +128,7 @@ export function createView({ json }) {
       redraw()
       if (document.handovers.length > 0) {
         line('')
-        const header = ['handover', 'fault', 'outcome', 'recovered', 'total', 'cutover']
-        const rows = document.handovers.map((h) => [
-          h.recoveryOf ? `${h.migrationId} (check)` : h.migrationId,
-          h.fault ? `${h.fault.kind}@${h.fault.step}${missed(h) ? ' (nothing to strike)' : ''}` : '',
-          h.outcome,
-          h.recovered === undefined ? '' : h.recovered ? 'yes' : 'NO',
-          h.totalMs === undefined ? '' : `${h.totalMs.toFixed(1)} ms`,
-          h.cutoverWindowMs === undefined ? '' : `${h.cutoverWindowMs.toFixed(1)} ms`,
-        ])
-        const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => r[i].length)))
-        for (const r of [header, ...rows]) line(`  ${r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()}`)
+        for (const l of summaryTable(document, stream.isTTY ? stream.columns : undefined)) line(l)
       }
       line('')
       const seed = document.seed === undefined ? '' : ` (seed ${document.seed})`
@@ -149,6 +145,19 @@ export function createView({ json }) {
         const why = document.failure?.message ?? bad?.recoveryFailure ?? bad?.failure?.message ?? 'a file could not be written'
         line(`FAILED${seed}: ${why}`)
       }
+    },
+    /** A state `compat` took through a target's side of a handover. @param {CompatResult} result */
+    compat(result) {
+      row(result.migrationId ?? 'compat', result.ok ? `ok      ${result.file}` : `FAILED  ${result.file}: ${result.step ? `stopped at ${result.step}: ` : ''}${result.error}`)
+    },
+    /** @param {CompatDocument} document */
+    compatSummary(document) {
+      line('')
+      for (const r of document.results) line(`  ${(r.ok ? 'ok' : r.step ? `at ${r.step}` : 'unreadable').padEnd(16)}  ${r.file}`)
+      const failed = document.results.filter((r) => !r.ok)
+      if (document.results.length === 0) line(`FAILED: no saved state in ${document.states} (handover --save-states ${document.states} writes them)`)
+      else if (document.ok) line(`ok: ${document.command} adopted all ${document.results.length} state(s)`)
+      else line(`FAILED: ${failed.length} of ${document.results.length} state(s) not adopted by ${document.command}; the first, ${failed[0].file}: ${failed[0].error}`)
     },
     done() {
       clearInterval(ticker)
@@ -167,22 +176,99 @@ export function missed(h) {
   return h.faults !== undefined && h.faults.length > 0 && h.faults.every((f) => !f.struck)
 }
 
-/** A product's text with its control characters shown (␛[31m) rather than run on the terminal. */
-/** @param {string} text */
-export function visible(text) {
-  return text.replace(/[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]/g, (c) => {
-    const code = c.charCodeAt(0)
-    if (code < 0x20) return String.fromCharCode(0x2400 + code)
-    if (code === 0x7f) return '␡'
-    return `\\x${code.toString(16)}`
-  })
-}
+export { visible }
 
-/** `text` cut to `width` characters, the last one `…` when cut.
+/** `text` cut to `width` columns, the last one `…` when cut.
  *  @param {string} text @param {number} width */
 function cut(text, width) {
-  const chars = Array.from(text)
-  return chars.length <= width ? text : `${chars.slice(0, Math.max(0, width - 1)).join('')}…`
+  if (stringWidth(text) <= width) return text
+  let kept = ''
+  for (const char of text) {
+    if (stringWidth(kept + char) > width - 1) break
+    kept += char
+  }
+  return `${kept}…`
+}
+
+// ── the summary table ─────────────────────────────────────────────────────────
+// A row per handover. On a terminal it is fitted to the width: the columns closer together, then
+// `recovered` folded into the outcome (✓ / ✗), then the fault and build cells cut with …; a
+// table that cannot fit even so (a terminal of 40 columns) becomes a few short lines per
+// handover.
+
+/** The narrowest a cut cell gets. */
+const MIN_CELL = 8
+
+/** @param {RunDocument} document @param {number | undefined} columns the terminal's, if any */
+export function summaryTable(document, columns) {
+  const builds = document.builds
+  /** @param {string | undefined} command */
+  const label = (command) => String.fromCharCode(65 + Math.max(0, builds?.indexOf(command ?? '') ?? 0))
+  const rows = document.handovers.map((h) => ({
+    handover: h.migrationId,
+    fault: h.fault ? `${h.fault.kind}@${h.fault.step}${missed(h) ? ' (nothing to strike)' : ''}` : h.recoveryOf ? '(recovery check)' : '',
+    outcome: h.outcome,
+    recovered: h.recovered === undefined ? '' : h.recovered ? 'yes' : 'NO',
+    total: duration(h.totalMs),
+    cutover: duration(h.cutoverWindowMs),
+    build: builds ? `${label(h.sourceCommand)}→${label(h.targetCommand)}` : '',
+  }))
+  /** @typedef {keyof (typeof rows)[number]} Column */
+  /** @type {Column[]} */
+  const full = ['handover', 'fault', 'outcome', 'recovered', 'total', 'cutover', ...(builds ? /** @type {const} */ (['build']) : [])]
+  const folded = full.filter((c) => c !== 'recovered')
+  const foldRow = (/** @type {(typeof rows)[number]} */ r) => ({ ...r, outcome: r.recovered ? `${r.outcome} ${r.recovered === 'yes' ? '✓' : '✗'}` : r.outcome })
+  const header = Object.fromEntries(full.map((c) => [c, c]))
+  /** @param {Column[]} columns @param {Array<Record<string, string>>} body @param {number} gap @param {Partial<Record<Column, number>>} [caps] */
+  const draw = (columns, body, gap, caps = {}) => {
+    const cells = [header, ...body].map((r) => columns.map((c) => cut(r[c], caps[c] ?? Infinity)))
+    const widths = columns.map((_, i) => Math.max(...cells.map((r) => stringWidth(r[i]))))
+    return cells.map((r) => `  ${r.map((cell, i) => cell + ' '.repeat(widths[i] - stringWidth(cell))).join(' '.repeat(gap))}`.trimEnd())
+  }
+  const wide = (/** @type {string[]} */ lines) => Math.max(...lines.map((l) => stringWidth(l)))
+  const anyRecovery = rows.some((r) => r.recovered)
+  const layouts = [
+    () => draw(full, rows, 2),
+    () => draw(full, rows, 1),
+    ...(anyRecovery ? [() => draw(folded, rows.map(foldRow), 2), () => draw(folded, rows.map(foldRow), 1)] : []),
+  ]
+  const legend = builds ? builds.map((b, i) => `  ${String.fromCharCode(65 + i)}: ${b}`) : []
+  if (columns === undefined) return [...layouts[0](), ...legend]
+  const fitted = layouts.map((layout) => layout()).find((lines) => wide(lines) <= columns)
+  const fitLegend = legend.map((l) => cut(l, columns))
+  if (fitted) return [...fitted, ...fitLegend]
+  // Cut the fault and build cells, the widest first, as far as that makes it fit.
+  const [columnsUsed, body] = anyRecovery ? [folded, rows.map(foldRow)] : [full, rows]
+  const natural = draw(columnsUsed, body, 1)
+  const over = wide(natural) - columns
+  /** @type {Partial<Record<Column, number>>} */
+  const caps = {}
+  let left = over
+  for (const c of /** @type {Column[]} */ (['fault', 'build'])) {
+    const widest = Math.max(...[header, ...body].map((r) => stringWidth(r[c] ?? '')))
+    const cap = Math.max(MIN_CELL, widest - left)
+    if (cap < widest && /** @type {string[]} */ (columnsUsed).includes(c)) {
+      caps[c] = cap
+      left -= widest - cap
+    }
+  }
+  const cutTable = draw(columnsUsed, body, 1, caps)
+  if (wide(cutTable) <= columns) return [...cutTable, ...fitLegend]
+  // Narrower still: a few short lines per handover. (A clean run of one build keeps its table,
+  // whole lines the terminal wraps: it has nothing in its wide columns to gain from stacking.)
+  if (!(builds || rows.some((r) => r.fault))) return [...natural, ...legend]
+  const stacked = rows.map(foldRow).flatMap((r) => [
+    `  ${r.handover}  ${r.outcome}`,
+    `    ${[r.total, r.cutover && `cutover ${r.cutover}`, r.build].filter(Boolean).join(', ')}`,
+    ...(r.fault ? [`    ${r.fault.startsWith('(') ? r.fault.slice(1, -1) : `fault ${r.fault}`}`] : []),
+  ])
+  return [...stacked, ...legend].map((l) => cut(l, columns))
+}
+
+/** A duration for the table: ms, or s from a second on. @param {number | undefined} ms */
+function duration(ms) {
+  if (ms === undefined) return ''
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`
 }
 
 /** @param {HandoverStepName} step */

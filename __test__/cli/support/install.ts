@@ -49,6 +49,7 @@ export default function setup(project: TestProject): () => void {
   writeFileSync(join(product, 'package.json'), '{ "name": "a-product", "version": "1.0.0", "private": true, "type": "module" }\n')
   cpSync(join(FIXTURES, 'product.mjs'), join(product, 'product.mjs'))
   cpSync(join(FIXTURES, 'reference'), join(product, 'reference'), { recursive: true })
+  cpSync(join(FIXTURES, 'builds'), join(product, 'builds'), { recursive: true })
   // The reference client's own dependencies (its schema module, zod, ws for Node 20) come with it.
   npm(
     product,

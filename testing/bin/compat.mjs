@@ -1,0 +1,129 @@
+// `ctl-migration compat DIR -- <command>`: does this build adopt the states real sources handed
+// over? For each state saved in DIR (`handover --save-states`), the command is launched as the
+// target of a migration with that state and taken through its side of a handover by the kit's
+// worker: initial-state → target-ready, then (when the saved handover got that far) the source's
+// stopped position in cutover-apply → target-applied. A line per state; exit 0 when it adopted
+// every one.
+import { writeFileSync } from 'node:fs'
+import { startTestWorker } from '../lib/testing.mjs'
+import { Product, running } from '../lib/product.js'
+import { renderCompatJunit } from './junit.mjs'
+import { shown } from './options.mjs'
+import { readStates } from './states.mjs'
+import { createView } from './view.mjs'
+import { EXIT, RETIRE_GRACE_MS } from './handover-run.mjs'
+
+/** @typedef {import('./options.mjs').CompatOptions} CompatOptions */
+/** @typedef {import('./states.mjs').SavedState} SavedState */
+/** @typedef {import('./document.mjs').CompatResult} CompatResult */
+/** @typedef {import('../lib/testing.js').TestWorker} TestWorker */
+/** @typedef {import('../lib/testing.js').TargetEnv} TargetEnv */
+/** @typedef {'launch' | 'initial-state' | 'cutover-apply'} CompatStep */
+
+const JOB_ID = 'product'
+
+/** @param {CompatOptions} options @returns {Promise<number>} */
+export async function compatCommand(options) {
+  const view = createView({ json: options.json })
+  const states = readStates(options.states)
+  const command = shown(options.command)
+  const worker = await startTestWorker()
+  /** @type {CompatResult[]} */
+  const results = []
+  try {
+    view.event('compat', `${states.length} saved state(s) in ${options.states}, each adopted by: ${command}`)
+    for (const [i, read] of states.entries()) {
+      const result = 'error' in read ? { file: read.file, ok: false, error: read.error, steps: [] } : await adopt(worker, options, view, read.file, read.saved, i + 1)
+      results.push(result)
+      view.compat(result)
+    }
+  } finally {
+    await Promise.all([...running].map((p) => p.stop(RETIRE_GRACE_MS)))
+    await worker.close()
+  }
+  const ok = results.length > 0 && results.every((r) => r.ok)
+  const document = { ok, command, states: options.states, results }
+  if (options.junit !== undefined) {
+    try {
+      writeFileSync(options.junit, renderCompatJunit(document))
+      view.event('ctl-migration', `JUnit file written to ${options.junit}`)
+    } catch (e) {
+      view.failure(`could not write the JUnit file to ${options.junit}: ${e instanceof Error ? e.message : String(e)}`)
+      document.ok = false
+    }
+  }
+  view.compatSummary(document)
+  view.done()
+  if (options.json) process.stdout.write(`${JSON.stringify(document, null, 2)}\n`)
+  return document.ok ? EXIT.ok : EXIT.failed
+}
+
+/** One saved state, adopted by a target of the build, or the step it stopped at.
+ *  @param {TestWorker} worker @param {CompatOptions} options @param {import('./view.mjs').View} view
+ *  @param {string} file @param {SavedState} saved @param {number} n @returns {Promise<CompatResult>} */
+async function adopt(worker, options, view, file, saved, n) {
+  const migrationId = `compat-${n}`
+  const env = worker.launchTarget(migrationId, saved.state, { jobId: JOB_ID, role: `target-${n}` })
+  const product = new Product({ role: 'target', command: options.command, env: { ...env, NORSK_RUNTIME_ID: `${JOB_ID}-target-${n}` }, onLine: (role, line) => view.product(role, line) })
+  view.event(migrationId, `${file}: launching the target with the state ${saved.sourceCommand} handed over`)
+  /** @type {CompatResult} */
+  const result = { file, ok: false, migrationId, sourceCommand: saved.sourceCommand, steps: [] }
+  const timeoutMs = options.stepTimeoutMs
+  /** @param {CompatStep} step @param {Promise<unknown>} done */
+  const step = async (step, done) => {
+    const startedAt = performance.now()
+    await within(product, step, done, timeoutMs)
+    result.steps.push({ step, latencyMs: performance.now() - startedAt })
+    view.event(migrationId, `${step.padEnd(14)} ok`)
+  }
+  try {
+    await step('launch', worker.waitForConnection(env, { timeoutMs }))
+    await step('initial-state', worker.waitForFrame('target-ready', { from: env, timeoutMs }))
+    if ('stoppedOutput' in saved) {
+      const applied = (async () => {
+        // Where the source that gave this state stopped: the target goes on from there.
+        worker.cutoverApply(migrationId, saved.stoppedOutput, { to: env })
+        return worker.waitForFrame('target-applied', { from: env, timeoutMs })
+      })()
+      await step('cutover-apply', applied)
+    }
+    result.ok = true
+  } catch (e) {
+    const { step, message } = /** @type {{ step: CompatStep, message: string }} */ (e)
+    result.step = step
+    result.error = message
+  }
+  await product.stop(RETIRE_GRACE_MS)
+  return result
+}
+
+/** `done`, unless the product's handler for the step's frame throws, or the product exits, or
+ *  the step takes longer than `timeoutMs` first: then rejects with the step and the product's
+ *  own word on it.
+ *  @param {Product} product @param {CompatStep} step @param {Promise<unknown>} done @param {number} timeoutMs */
+function within(product, step, done, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    /** @param {string} message */
+    const stop = (message) => {
+      product.threwListeners.delete(onThrew)
+      reject({ step, message })
+    }
+    /** @param {string} frameType @param {string} line */
+    const onThrew = (frameType, line) => {
+      if (frameType === step) stop(`its handler threw, as it logged: ${line}`)
+    }
+    if (product.threw.has(step)) return onThrew(step, /** @type {string} */ (product.threw.get(step)))
+    product.threwListeners.add(onThrew)
+    void product.exit.then(() => stop(product.obituary()))
+    done.then(
+      () => {
+        product.threwListeners.delete(onThrew)
+        resolve(undefined)
+      },
+      (e) => {
+        const own = product.ownError()
+        stop(`${e instanceof Error ? e.message : String(e)} (${timeoutMs} ms)${own ? `\n${own}` : ''}`)
+      },
+    )
+  })
+}
