@@ -33,3 +33,10 @@ export async function withFaults(worker: TestWorker): Promise<void> {
   // #endregion
   void timeline
 }
+
+export async function newBuild(worker: TestWorker): Promise<void> {
+  // #region new-build
+  const timeline = await runHandover({ worker, target: { command: ['node', 'product-next.mjs'], onOutput: console.log } })
+  await timeline.target?.stop() // live after a completed handover; closing the worker stops it too
+  // #endregion
+}

@@ -11,7 +11,7 @@ import { renderCompatJunit } from './junit.mjs'
 import { shown } from './options.mjs'
 import { readStates } from './states.mjs'
 import { createView } from './view.mjs'
-import { EXIT, RETIRE_GRACE_MS } from './handover-run.mjs'
+import { EXIT, INTERRUPT_GRACE_MS, RETIRE_GRACE_MS } from './handover-run.mjs'
 
 /** @typedef {import('./options.mjs').CompatOptions} CompatOptions */
 /** @typedef {import('./states.mjs').SavedState} SavedState */
@@ -30,6 +30,13 @@ export async function compatCommand(options) {
   const worker = await startTestWorker()
   /** @type {CompatResult[]} */
   const results = []
+  // Ctrl-C: no product outlives the run (each is in a process group of its own).
+  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+    process.on(signal, () => {
+      view.event('ctl-migration', `${signal}: stopping every product process`)
+      void Promise.all([...running].map((p) => p.stop(INTERRUPT_GRACE_MS))).then(() => process.exit(EXIT[signal]))
+    })
+  }
   try {
     view.event('compat', `${states.length} saved state(s) in ${options.states}, each adopted by: ${command}`)
     for (const [i, read] of states.entries()) {

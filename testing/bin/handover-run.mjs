@@ -40,7 +40,7 @@ const JOB_ID = 'product'
 /** How long a retired instance has between SIGTERM and SIGKILL, as the worker gives it. */
 export const RETIRE_GRACE_MS = 5_000
 /** On Ctrl-C the user wants out: a shorter grace. */
-const INTERRUPT_GRACE_MS = 1_000
+export const INTERRUPT_GRACE_MS = 1_000
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, neverConnected: 3, SIGINT: 130, SIGTERM: 143 }
 

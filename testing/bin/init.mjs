@@ -3,6 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { basename, dirname, resolve } from 'node:path'
+import { shellWord } from './options.mjs'
 
 const STARTER = new URL('./starter-product.mjs', import.meta.url)
 
@@ -10,7 +11,7 @@ const STARTER = new URL('./starter-product.mjs', import.meta.url)
  *  @param {string} file
  *  @returns {number} */
 export function writeStarter(file) {
-  const shown = /^[\w./-]+$/.test(file) ? file : `'${file.replaceAll("'", "'\\''")}'`
+  const shown = shellWord(file)
   const command = `npx ctl-migration handover -- node ${shown}`
   const text = readFileSync(STARTER, 'utf8').replace('node product.mjs', `node ${basename(shown)}`)
   try {

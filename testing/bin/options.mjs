@@ -2,7 +2,7 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { parse as parseShell, quote } from 'shell-quote'
+import { parse as parseShell } from 'shell-quote'
 import { HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep } from '../lib/steps.js'
 
 /** @typedef {import('../lib/testing.js').HandoverFault} HandoverFault */
@@ -173,9 +173,15 @@ function commandLine(line) {
   return command
 }
 
-/** A command as a shell would read it back. @param {readonly string[]} command */
+/** A command as a shell would read it back, each word that needs it in single quotes.
+ *  @param {readonly string[]} command */
 export function shown(command) {
-  return quote([...command])
+  return command.map(shellWord).join(' ')
+}
+
+/** @param {string} word */
+export function shellWord(word) {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`
 }
 
 /** A file the run writes at its end must be writable now, before any product starts.
