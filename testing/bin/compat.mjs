@@ -110,23 +110,19 @@ async function adopt(worker, options, view, file, saved, n) {
  *  @param {Product} product @param {CompatStep} step @param {Promise<unknown>} done @param {number} timeoutMs */
 function within(product, step, done, timeoutMs) {
   return new Promise((resolve, reject) => {
+    let settled = false
     /** @param {string} message */
     const stop = (message) => {
-      product.threwListeners.delete(onThrew)
+      settled = true
       reject({ step, message })
     }
-    /** @param {string} frameType @param {string} line */
-    const onThrew = (frameType, line) => {
-      if (frameType === step) stop(`its handler threw, as it logged: ${line}`)
-    }
-    if (product.threw.has(step)) return onThrew(step, /** @type {string} */ (product.threw.get(step)))
-    product.threwListeners.add(onThrew)
+    // What it threw before this step began (the initial state arrives behind the hello-ack) counts.
+    const unlisten = product.onThrew((frameType, line) => {
+      if (frameType === step && !settled) stop(`its handler threw, as it logged: ${line}`)
+    })
     void product.exit.then(() => stop(product.obituary()))
-    done.then(
-      () => {
-        product.threwListeners.delete(onThrew)
-        resolve(undefined)
-      },
+    done.finally(unlisten).then(
+      () => resolve(undefined),
       (e) => {
         const own = product.ownError()
         stop(`${e instanceof Error ? e.message : String(e)} (${timeoutMs} ms)${own ? `\n${own}` : ''}`)

@@ -10,10 +10,7 @@
  * @typedef {Omit<import('../lib/testing.js').ViolationRecord, 'seq'>} Violation
  */
 
-/**
- * How a product process ended: its exit code or signal, or why it could not be started.
- * @typedef {{ code: number | null, signal: NodeJS.Signals | null, error?: string }} ProductExit
- */
+/** How a product process ended. @typedef {import('../lib/product.js').ProductExit} ProductExit */
 
 /**
  * What ended a handover, as the document tells it.

@@ -328,9 +328,16 @@ async function handover(run, faults, recoveryOf) {
     result.failure = { step: e.step, kind: e.kind, message: [e.message, ...died].join('\n') }
   }
   if (options.saveStates && 'state' in handedOver) {
-    const file = saveState(options.saveStates, { migrationId, sourceCommand: result.sourceCommand ?? '', state: handedOver.state, stoppedOutput: handedOver.stoppedOutput })
-    result.savedState = file
-    view.event(migrationId, `state saved to ${file}`)
+    try {
+      result.savedState = saveState(options.saveStates, { migrationId, sourceCommand: result.sourceCommand ?? '', state: handedOver.state, stoppedOutput: handedOver.stoppedOutput })
+      view.event(migrationId, `state saved to ${result.savedState}`)
+    } catch (e) {
+      // A state asked for and not kept fails the run, as a report that cannot be written does.
+      const message = `could not save the state to ${options.saveStates}: ${e instanceof Error ? e.message : String(e)}`
+      view.failure(message)
+      result.ok = false
+      result.failure ??= { kind: 'not-saved', message }
+    }
   }
   // An interrupt stops every process itself, and reports this handover as interrupted.
   if (run.interrupted) return result

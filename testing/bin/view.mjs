@@ -8,7 +8,6 @@
 // with real newlines, so it is not used for the kept lines.)
 import { createLogUpdate } from 'log-update'
 import stringWidth from 'string-width'
-import { visible } from '../lib/product.js'
 
 /** @typedef {import('./document.mjs').HandoverResult} HandoverResult */
 /** @typedef {import('./document.mjs').RunDocument} RunDocument */
@@ -176,7 +175,6 @@ export function missed(h) {
   return h.faults !== undefined && h.faults.length > 0 && h.faults.every((f) => !f.struck)
 }
 
-export { visible }
 
 /** `text` cut to `width` columns, the last one `…` when cut.
  *  @param {string} text @param {number} width */

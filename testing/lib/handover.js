@@ -427,7 +427,7 @@ class Handover {
   watch(launched) {
     if (!(launched instanceof Product)) return
     this.product = launched
-    launched.threwListeners.add((frameType, line) => {
+    launched.onThrew((frameType, line) => {
       this.threw ??= { frameType, line }
       this.kit.poll()
     })

@@ -5,7 +5,8 @@
 // a command, and by the ctl-migration command line for every instance it starts.
 
 
-/** @typedef {{ code: number | null, signal: NodeJS.Signals | null, error?: string }} ProductExit */
+/** How a product process ended: its exit code or signal, or why it could not be started.
+ *  @typedef {{ code: number | null, signal: NodeJS.Signals | null, error?: string }} ProductExit */
 /** @typedef {'stdout' | 'stderr'} Stream */
 
 /** The output kept per process, and its stderr apart (a counter's stdout would push an error out). */
@@ -83,6 +84,14 @@ class Product {
         onLine?.(this.role, line, stream)
       })
     }
+  }
+
+  /** Hears what its handlers threw (as its client logged it), so far and from now on; returns
+   *  the call that stops it. @param {(frameType: string, line: string) => void} listener */
+  onThrew(listener) {
+    for (const [frameType, line] of this.threw) listener(frameType, line)
+    this.threwListeners.add(listener)
+    return () => void this.threwListeners.delete(listener)
   }
 
   /** SIGTERM, then SIGKILL after `graceMs`, as the worker retires an instance.
