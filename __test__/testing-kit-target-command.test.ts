@@ -2,7 +2,7 @@
 // unless the handover completes, and fails the step at once with what the target's handler threw.
 // The source is in this process; the targets are the CLI suite's builds of a counter.
 import { fileURLToPath } from 'node:url'
-import { afterEach, beforeEach, expect, test } from 'vitest'
+import { afterEach, beforeEach, expect, test, vi } from 'vitest'
 import { connectMigration, type MigrationClient } from '@norskvideo/ctl-migration'
 import { HandoverError, runHandover, startTestWorker, type TestWorker } from '@norskvideo/ctl-migration-testing'
 
@@ -46,7 +46,8 @@ test('a compatible build takes over: the timeline has its process, live until st
   expect(timeline.steps.map((s) => s.step)).toEqual(['propose', 'launch', 'initial-state', 'cutover-ready', 'cutover-apply'])
   expect(timeline.steps[2].payload).toEqual({ next: 41 })
   expect(timeline.target?.exited).toBe(false)
-  expect(lines).toContain('v2 live from 42')
+  // Its output comes through a pipe, which may be behind its target-applied.
+  await vi.waitFor(() => expect(lines).toContain('v2 live from 42'))
   await timeline.target?.stop()
   expect(gone(timeline.target?.pid)).toBe(true)
 })
@@ -61,6 +62,15 @@ test("a build that cannot adopt the state fails at initial-state with its handle
   // Not the 30 s step timeout: the target's own word ended it.
   expect(performance.now() - began).toBeLessThan(10_000)
   expect(failed.timeline.target?.exited).toBe(true)
+})
+
+test('a build that only stalls fails at the step timeout, with its last lines of stderr', async () => {
+  // It connects and says why on stderr, but never reports ready.
+  const stalls = `import { connectMigration } from '@norskvideo/ctl-migration'
+    connectMigration({ onInitialState: (state) => console.error('cannot read', JSON.stringify(state)) }, process.env, { log: () => {} })`
+  const error = await runHandover({ worker, target: { command: ['node', '--input-type=module', '-e', stalls] }, stepTimeoutMs: 500 }).catch((e: unknown) => e)
+  expect(error).toMatchObject({ step: 'initial-state', kind: 'stalled' })
+  expect((error as HandoverError).message).toMatch(/the target sent no 'target-ready' within 500 ms .*\nthe target \(pid \d+\); its last stderr:\n {2}target │ cannot read \{"next":41\}/)
 })
 
 test('kill-target needs no killProduct when the kit started the target', async () => {

@@ -139,6 +139,7 @@ class Handover {
     }
   }
 
+  /** The steps in order, each aborted after if `abortAfter` names it. */
   async steps() {
     const proposal = await this.propose()
     if (await this.maybeAbort('propose')) return this.timeline

@@ -11,8 +11,9 @@
 
 /** The output kept per process, and its stderr apart (a counter's stdout would push an error out). */
 const LAST_LINES = 10
-/** What the client logs when a product's handler throws (crates/core/src/protocol/product.rs). */
-const HANDLER_THREW = /^\[migration\] handler for '([\w-]+)' threw: /
+/** What the client logs when a product's handler throws (crates/core/src/protocol/product.rs),
+ *  behind whatever prefix the product's `log` gives it (by default `[migration] `). */
+const HANDLER_THREW = /\bhandler for '([\w-]+)' threw: /
 
 /** Every product process started, until it has exited. @type {Set<Product>} */
 const running = new Set()
@@ -128,13 +129,14 @@ class Product {
     return `the ${this.role} (pid ${this.pid}) ${ended}${this.tail(this.lastLines, 'output')}`
   }
 
-  /** The product's own word on why it did not go on: what its handler for `frameType` threw, as
-   *  the client logged it, or else its last lines of stderr. @param {string} [frameType] */
-  ownError(frameType) {
-    const threw = frameType === undefined ? [...this.threw.values()].pop() : this.threw.get(frameType)
+  /** The product's own word on why it did not go on: what a handler threw, as its client logged
+   *  it, or else its last lines of stderr (of output, when it wrote nothing to stderr). */
+  ownError() {
+    const threw = [...this.threw.values()].pop()
     if (threw) return `the ${this.role} (pid ${this.pid}) logged: ${threw}`
-    if (this.lastErrors.length === 0) return undefined
-    return `the ${this.role} (pid ${this.pid})${this.tail(this.lastErrors, 'stderr')}`
+    if (this.lastLines.length === 0) return undefined
+    const [lines, what] = this.lastErrors.length > 0 ? [this.lastErrors, 'stderr'] : [this.lastLines, 'output']
+    return `the ${this.role} (pid ${this.pid})${this.tail(lines, what)}`
   }
 
   /** @param {string[]} lines @param {string} what */
