@@ -541,6 +541,7 @@ export interface TargetCommand {
 export interface TargetProcess {
   /** Undefined when the command could not be started. */
   readonly pid: number | undefined
+  /** The command it runs, as given in {@link TargetCommand}. */
   readonly command: readonly string[]
   /** Its last lines of output, stdout and stderr as they came. */
   readonly lastLines: readonly string[]
