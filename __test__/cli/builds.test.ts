@@ -75,6 +75,15 @@ test("--to a build that cannot adopt the state: exit 1 at initial-state, with th
   expect(run.stderr).not.toMatch(/^retired/m)
 })
 
+test('--to a build that exits before it connects: exit 1 at launch, at once, with its last output', async () => {
+  const run = await handover('v1', 'v9', '--json', '--step-timeout-ms', '20000')
+  expect(run.code).toBe(1)
+  const [h] = json(run).handovers
+  expect(h).toMatchObject({ failure: { step: 'launch', kind: 'closed' } })
+  expect(h.failure?.message).toMatch(/the target exited before it connected\nthe target \(pid \d+\) exited with code 1; its last output:\n(.*\n)*.*Cannot find module/)
+  expect(h.failure?.message.match(/exited with code 1/g)).toHaveLength(1)
+})
+
 describe.each(['kill-target@cutover-ready', 'restart-worker@initial-state'])('--to with --fault %s', (fault) => {
   test('recovered', async () => {
     const run = await handover('v1', 'v2', '--json', '--fault', fault, '--step-timeout-ms', '1000')

@@ -324,7 +324,11 @@ async function handover(run, faults, recoveryOf) {
     record(result, e.timeline)
     // With a fault, a migration the worker had to abort is what the fault may well cause.
     result.outcome = e.kind === 'refused' ? 'refused' : faults.length > 0 ? 'aborted' : 'failed'
-    const died = run.unexpected.slice(unexpectedBefore).map((p) => p.obituary())
+    // Those that died, unless the kit's message already tells it.
+    const died = run.unexpected
+      .slice(unexpectedBefore)
+      .map((p) => p.obituary())
+      .filter((o) => !e.message.includes(o))
     result.failure = { step: e.step, kind: e.kind, message: [e.message, ...died].join('\n') }
   }
   if (options.saveStates && 'state' in handedOver) {

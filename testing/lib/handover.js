@@ -194,6 +194,8 @@ class Handover {
           const refused = worker.violations.find(targetNamed)
           if (refused) return { violation: refused }
           const ack = worker.sent.find((r) => targetNamed(r) && r.frame.type === 'hello-ack')
+          // A target process that ended before it connected never will: no need to wait it out.
+          if (!ack && this.product?.exited) throw this.fail('launch', 'closed', 'the target exited before it connected')
           return (ack && { ack }) ?? kit.settled(from, this.watched(), undefined, [])
         },
         () => {
@@ -390,9 +392,9 @@ class Handover {
     /** @type {Partial<Record<HandoverFailure, string>>} */
     const verbs = { stalled: 'stalled', protocol: 'broke the protocol' }
     const verb = verbs[kind] ?? 'failed'
-    // The target's own word, when it stalled or went away in one of its steps.
-    const own = kind !== 'threw' && stepSpec(step).side === 'target' ? this.product?.ownError() : undefined
-    return new HandoverError(`runHandover ${migrationId}: step '${step}' ${verb}: ${detail}${own ? `\n${own}` : ''}`, { migrationId, step, kind, timeline })
+    const message = `runHandover ${migrationId}: step '${step}' ${verb}: ${detail}`
+    const own = kind !== 'threw' && stepSpec(step).side === 'target' ? this.targetsWord() : undefined
+    return new HandoverError(own && !message.includes(own) ? `${message}\n${own}` : message, { migrationId, step, kind, timeline })
   }
 
   /** A violation, close or abort that ended a step.
@@ -432,6 +434,13 @@ class Handover {
       this.threw ??= { frameType, line }
       this.kit.poll()
     })
+    void launched.exit.then(() => this.kit.poll())
+  }
+
+  /** The target's own word, when it failed one of its steps: how it ended, if it has, else what
+   *  it said (a handler's error, its last lines of stderr). */
+  targetsWord() {
+    return this.product?.exited ? this.product.obituary() : this.product?.ownError()
   }
 
   ownsTarget() {

@@ -629,7 +629,9 @@ export interface RunHandoverOptions {
    *  command of a build to start as the target ({@link TargetCommand}), which the kit runs,
    *  kills for `kill-target` and stops unless the handover completes. A target started from a
    *  command whose handler throws (the client logs `handler for '…' threw`) fails its step at
-   *  once with what it threw; one that stalls fails with its last lines of stderr. */
+   *  once with what it threw, one that exits before it connects fails `launch` at once with its
+   *  last output, and one that stalls fails with its last lines of stderr. (A launcher that
+   *  returns nothing is waited for within the step timeout.) */
   target: ((env: TargetEnv) => unknown) | TargetCommand
   /** Default `handover-<n>`. */
   migrationId?: string | undefined
