@@ -72,7 +72,7 @@ async function adopt(worker, options, view, file, saved, n) {
   const migrationId = `compat-${n}`
   const env = worker.launchTarget(migrationId, saved.state, { jobId: JOB_ID, role: `target-${n}` })
   const product = new Product({ role: 'target', command: options.command, env: { ...env, NORSK_RUNTIME_ID: `${JOB_ID}-target-${n}` }, onLine: (role, line) => view.product(role, line) })
-  view.event(migrationId, `${file}: launching the target with the state ${saved.sourceCommand} handed over`)
+  view.event(migrationId, `${file}: launching the target with the state ${saved.sourceCommand ?? "a source"} handed over`)
   /** @type {CompatResult} */
   const result = { file, ok: false, migrationId, sourceCommand: saved.sourceCommand, steps: [] }
   const timeoutMs = options.stepTimeoutMs

@@ -235,7 +235,7 @@ export function summaryTable(document, columns) {
   const fitted = layouts.map((layout) => layout()).find((lines) => wide(lines) <= columns)
   const fitLegend = legend.map((l) => cut(l, columns))
   if (fitted) return [...fitted, ...fitLegend]
-  // Cut the fault and build cells, the widest first, as far as that makes it fit.
+  // Cut the fault cells, then the build cells, as far as that makes it fit.
   const [columnsUsed, body] = anyRecovery ? [folded, rows.map(foldRow)] : [full, rows]
   const natural = draw(columnsUsed, body, 1)
   const over = wide(natural) - columns
@@ -255,10 +255,10 @@ export function summaryTable(document, columns) {
   // Narrower still: a few short lines per handover. (A clean run of one build keeps its table,
   // whole lines the terminal wraps: it has nothing in its wide columns to gain from stacking.)
   if (!(builds || rows.some((r) => r.fault))) return [...natural, ...legend]
-  const stacked = rows.map(foldRow).flatMap((r) => [
+  const stacked = rows.map(foldRow).flatMap((r, i) => [
     `  ${r.handover}  ${r.outcome}`,
     `    ${[r.total, r.cutover && `cutover ${r.cutover}`, r.build].filter(Boolean).join(', ')}`,
-    ...(r.fault ? [`    ${r.fault.startsWith('(') ? r.fault.slice(1, -1) : `fault ${r.fault}`}`] : []),
+    ...(document.handovers[i].recoveryOf ? ['    recovery check'] : r.fault ? [`    fault ${r.fault}`] : []),
   ])
   return [...stacked, ...legend].map((l) => cut(l, columns))
 }
