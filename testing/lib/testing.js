@@ -5,13 +5,16 @@
 // Everything here waits on the simulator's events, each wait bounded by a deadline timed on the
 // simulator's own thread (its `timer`), so a test's fake timers neither stop nor speed it.
 //
-//   worker.js     startTestWorker: the test worker's public methods
-//   records.js    what it records, and what settles a wait
-//   waits.js      the waits on the simulator's clock, strict violations, events()
-//   instances.js  instances by env or { jobId, role }
-//   handover.js   runHandover, step by step
-//   faults.js     the faults it strikes
-//   steps.js      the vocabulary: steps, senders, fault kinds
+//   worker.js        startTestWorker: the test worker, what it sends, its lifecycle
+//   connections.js   its connections, broken on purpose
+//   expectations.js  the waits for what a product does
+//   records.js       what it records, and what settles a wait
+//   waits.js         the waits on the simulator's clock, strict violations, events()
+//   instances.js     instances by env or { jobId, role }
+//   handover.js      runHandover, step by step
+//   faults.js        the faults it strikes
+//   product.js       a product process (a target started from a command; the command line's)
+//   steps.js         the vocabulary: steps, senders, fault kinds
 
 const { startTestWorker } = require('./worker.js')
 const { runHandover, HandoverError } = require('./handover.js')
