@@ -4,6 +4,7 @@ import { test } from 'node:test'
 import { connectMigration } from '@norskvideo/ctl-migration'
 import { startTestWorker } from '@norskvideo/ctl-migration-testing'
 
+// #region worker
 // A strict worker (any rule the product breaks fails the test) for test `t`, closed and checked
 // when it ends.
 async function startWorker(t) {
@@ -11,6 +12,7 @@ async function startWorker(t) {
   t.after(() => worker.close())
   return worker
 }
+// #endregion
 
 test('finds a hung worker by its heartbeat, and reconnects', async (t) => {
   const worker = await startWorker(t)

@@ -8,6 +8,7 @@ function startProduct(env: MigrationEnv) {
   return connectMigration({ onGetState: () => ({ position: 42 }) }, env, { log: () => {} })
 }
 
+// #region fixture
 // Each test that takes `worker` gets its own, strict (any rule the product breaks fails the
 // test), closed and checked after the test.
 const test = base.extend<{ worker: TestWorker }>({
@@ -17,6 +18,7 @@ const test = base.extend<{ worker: TestWorker }>({
     await worker.close()
   },
 })
+// #endregion
 
 test('answers a propose, and aborts nothing', async ({ worker }) => {
   using product = startProduct(worker.env()) // closed at the end of the block
