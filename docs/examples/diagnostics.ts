@@ -1,4 +1,4 @@
-// docs/observability.md's first example, and the README's: a product's own subscriber.
+// docs/observability.md's first example: a product's own subscriber.
 // #region report
 import diagnostics_channel from 'node:diagnostics_channel'
 import { channels, type ReportMessage } from '@norskvideo/ctl-migration'
