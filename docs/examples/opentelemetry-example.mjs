@@ -35,7 +35,6 @@ export function traceHandovers(tracer) {
     if (m.event === 'closed') roles.delete(m.client)
   }
 
-  // #region frames
   const onFrame = (m) => {
     const step = steps.get(m.client)
     if (m.direction === 'out' && step?.answers.includes(m.type)) {
@@ -54,7 +53,6 @@ export function traceHandovers(tracer) {
       steps.set(m.client, { span, answers: STEP_ANSWERS[m.type] })
     }
   }
-  // #endregion
 
   const handlers = {
     start(context) {
