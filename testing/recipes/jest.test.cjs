@@ -1,5 +1,4 @@
 // Recipe: jest, CommonJS (`npx jest`). A product's handlers against the testing kit's worker.
-// #region setup
 const { connectMigration } = require('@norskvideo/ctl-migration')
 const { startTestWorker } = require('@norskvideo/ctl-migration-testing')
 
@@ -15,7 +14,6 @@ afterEach(async () => {
   product?.close()
   await worker.close()
 })
-// #endregion
 
 test('comes back after the worker closes its connection with 1011', async () => {
   // The product under test, quick to reconnect: it answers a propose with its position.
