@@ -4,7 +4,6 @@ import { test } from 'node:test'
 import { connectMigration } from '@norskvideo/ctl-migration'
 import { startTestWorker } from '@norskvideo/ctl-migration-testing'
 
-// #region worker
 // A strict worker (any rule the product breaks fails the test) for test `t`, closed and checked
 // when it ends.
 async function startWorker(t) {
@@ -12,7 +11,6 @@ async function startWorker(t) {
   t.after(() => worker.close())
   return worker
 }
-// #endregion
 
 test('finds a hung worker by its heartbeat, and reconnects', async (t) => {
   const worker = await startWorker(t)
