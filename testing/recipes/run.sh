@@ -3,7 +3,8 @@
 # makes it, unpacked into testing/recipes/node_modules with this checkout's built binaries (run
 # `npm run build` first), and each recipe under its own runner — vitest, jest (CommonJS, and ESM
 # under --experimental-vm-modules), node:test, and bun test (Bun from scripts/runtime-bin.sh).
-# docs/testing.md links each recipe and shows vitest.test.ts's fixture region (scripts/doc-examples.mjs checks it).
+# docs/testing.md links each recipe and shows vitest.test.ts's fixture region (checked by
+# scripts/doc-examples.mjs).
 #   testing/recipes/run.sh            # all five
 #   testing/recipes/run.sh vitest     # some: vitest jest jest-esm node-test bun
 set -euo pipefail
