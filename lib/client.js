@@ -19,7 +19,7 @@ const { appliedSummary, describe, payloadJson } = require('./client/values.js')
 const { PACKAGE } = require('./addon/platform.js')
 const { VERSION } = require('./addon/own-require.js')
 
-/** @typedef {import('./addon/binding').JsAction | import('./addon/wasm').WriteAction} JsAction */
+/** @typedef {import('./addon/wire').JsAction | import('./addon/wasm').WriteAction} JsAction */
 
 const URL_ENV = 'NORSK_WORKER_WS_URL'
 const TOKEN_ENV = 'NORSK_WORKER_TOKEN'
@@ -89,7 +89,7 @@ function socketClient(handlers, url, token, name, opts) {
     const mask = diagnostics.observedMask()
     if (mask !== observed) {
       observed = mask
-      core.observe(mask)
+      core.observe(mask, performance.now())
     }
   }
 
@@ -153,17 +153,18 @@ function socketClient(handlers, url, token, name, opts) {
     get connected() {
       return core.connected
     },
-    // Each call hands the core what the product gave, in the core's terms, and runs its answer.
-    reportState: (/** @type {unknown} */ payload) => run(core.reportState(payloadJson(payload))),
-    refuseState: (/** @type {unknown} */ reason) => run(core.refuseState(String(reason))),
-    reportReady: (/** @type {unknown} */ payload) => run(core.reportReady(payloadJson(payload))),
-    reportStoppedOutput: (/** @type {unknown} */ payload) => run(core.reportStoppedOutput(payloadJson(payload))),
-    reportApplied: (/** @type {unknown} */ summary) => run(core.reportApplied(appliedSummary(summary))),
-    abort: (/** @type {unknown} */ reason) => run(core.abort(String(reason))),
-    close: () => run(core.close()),
+    // Each call hands the core what the product gave, in the core's terms, with the time (a
+    // burst of reports is timed from it, D13), and runs its answer.
+    reportState: (/** @type {unknown} */ payload) => run(core.reportState(payloadJson(payload), performance.now())),
+    refuseState: (/** @type {unknown} */ reason) => run(core.refuseState(String(reason), performance.now())),
+    reportReady: (/** @type {unknown} */ payload) => run(core.reportReady(payloadJson(payload), performance.now())),
+    reportStoppedOutput: (/** @type {unknown} */ payload) => run(core.reportStoppedOutput(payloadJson(payload), performance.now())),
+    reportApplied: (/** @type {unknown} */ summary) => run(core.reportApplied(appliedSummary(summary), performance.now())),
+    abort: (/** @type {unknown} */ reason) => run(core.abort(String(reason), performance.now())),
+    close: () => run(core.close(performance.now())),
   }
   observe()
-  run(core.start())
+  run(core.start(performance.now()))
   return disposable(client)
 }
 

@@ -15,7 +15,7 @@ const channels = Object.freeze({
   handler: 'ctl-migration:handler',
 })
 
-/** @typedef {import('./addon/binding').JsAction} JsAction */
+/** @typedef {import('./addon/wire').JsAction} JsAction */
 /** @typedef {import('../index.js').HandlerTraceContext} HandlerTraceContext */
 /** @typedef {'start' | 'end' | 'asyncStart' | 'asyncEnd' | 'error'} TraceEvent */
 

@@ -9,7 +9,7 @@
 //! one thread, not two.
 
 use crate::tls::{tls_config, TlsSetupError};
-use ctl_migration_core::frames::MAX_FRAME_BYTES;
+use ctl_migration_driver::ws::socket_config;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, StreamOwned};
 use std::fmt;
@@ -21,7 +21,6 @@ use tokio::io::Interest;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::error::{Error as WsError, TlsError, UrlError};
 use tungstenite::handshake::HandshakeError;
-use tungstenite::protocol::WebSocketConfig;
 use tungstenite::WebSocket;
 
 pub type Ws = WebSocket<Stream>;
@@ -244,21 +243,6 @@ impl Write for Stream {
     }
 }
 
-pub fn would_block(error: &WsError) -> bool {
-    matches!(error, WsError::Io(e) if e.kind() == io::ErrorKind::WouldBlock)
-}
-
-fn socket_config() -> WebSocketConfig {
-    // Inbound frames over the cap are refused from their header, never buffered. tungstenite
-    // zero-fills its read buffer's free space before every read, which now happens on the
-    // JavaScript thread: 16 KiB rather than 128 KiB is −1.8 µs per small round trip (pinned
-    // A/B, 3 × 20,000), and the same for a 36 KB frame, which takes three reads.
-    WebSocketConfig::default()
-        .max_message_size(Some(MAX_FRAME_BYTES))
-        .max_frame_size(Some(MAX_FRAME_BYTES))
-        .read_buffer_size(16 * 1024)
-}
-
 /// Why a connection to the worker could not be made; each says it in tungstenite's words (or
 /// the TLS set-up's), for a log line.
 #[derive(Debug)]
@@ -361,6 +345,7 @@ pub async fn connect(url: &str) -> Result<Ws, ConnectError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctl_migration_driver::ws::would_block;
     use std::net::TcpListener;
 
     /// A test's own set-up fails it with the reason, as any other error would.

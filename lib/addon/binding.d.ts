@@ -10,30 +10,30 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 export declare class Client {
-  reportState(payload: string): Array<JsAction>
-  refuseState(reason: string): Array<JsAction>
-  reportReady(payload: string): Array<JsAction>
-  reportStoppedOutput(payload: string): Array<JsAction>
-  abort(reason: string): Array<JsAction>
+  reportState(payload: string, nowMs: number): Array<import('./wire').JsAction>
+  refuseState(reason: string, nowMs: number): Array<import('./wire').JsAction>
+  reportReady(payload: string, nowMs: number): Array<import('./wire').JsAction>
+  reportStoppedOutput(payload: string, nowMs: number): Array<import('./wire').JsAction>
+  abort(reason: string, nowMs: number): Array<import('./wire').JsAction>
   /**
    * A client on the native transport; `start()` connects. `dispatch` receives the runtime
    * thread's log lines and handler calls; `readable`, where given, the first event the
    * JavaScript thread reads itself.
    */
-  static native(options: ClientOptions, dispatch: (arg: Array<JsAction>) => void, readable?: ((arg: Array<JsAction>) => void) | undefined | null): Client
+  static native(options: import('./wire').ClientOptions, dispatch: (arg: Array<import('./wire').JsAction>) => void, readable?: ((arg: Array<import('./wire').JsAction>) => void) | undefined | null): Client
   /**
    * Reads one frame on the JavaScript thread and returns what it asks of the glue; null when
    * there is nothing (more) to read here. Takes the socket first if it is on offer.
    */
-  readSocket(): Array<JsAction> | null
+  readSocket(): Array<import('./wire').JsAction> | null
   /**
    * A client whose socket is a JavaScript object the glue drives; `start()` begins.
    * `now_ms` is the glue's clock. With `pings` (its class has `ping()`, as `ws`'s does) a
    * report is sent with the number of a ping to follow it (`Send`'s `pingAfter`), and the
    * pong that carries it back (`socketPong`) confirms it (D13).
    */
-  static jsSocket(options: ClientOptions, nowMs: number, pings?: boolean | undefined | null): Client
-  get role(): string
+  static jsSocket(options: import('./wire').ClientOptions, nowMs: number, pings?: boolean | undefined | null): Client
+  get role(): 'source' | 'target'
   get connected(): boolean
   get migrationId(): string | null
   /** No socket will ever be opened again (closed, or replaced by a newer connection). */
@@ -42,141 +42,29 @@ export declare class Client {
    * Which notes the glue wants from now on: a mask of 1 (connection), 2 (frames) and
    * 4 (reports); 0, the default, builds none.
    */
-  observe(mask: number): void
-  start(): Array<JsAction>
-  reportApplied(summary?: JsAppliedSummary | undefined | null): Array<JsAction>
-  close(): Array<JsAction>
+  observe(mask: number, nowMs: number): void
+  start(nowMs: number): Array<import('./wire').JsAction>
+  reportApplied(summary: import('./wire').JsAppliedSummary | undefined | null, nowMs: number): Array<import('./wire').JsAction>
+  close(nowMs: number): Array<import('./wire').JsAction>
   /**
-   * The call to `handler` for `migration_id` (the one its action named) ended as `outcome`
-   * says; an error for an ending that handler cannot have.
+   * The call to `handler` for `migration_id` (the one its action named) ended as `kind`
+   * says, with its `text`; an error for an ending that handler cannot have.
    */
-  settle(handler: Handler, migrationId: string, outcome: Settled): Array<JsAction>
-  socketOpened(nowMs: number): Array<JsAction>
-  socketOpenFailed(error: string, nowMs: number): Array<JsAction>
-  socketMessage(text: string, nowMs: number): Array<JsAction>
+  settle(handler: import('./wire').Handler, migrationId: string, kind: import('./wire').Settled, text: string | undefined | null, nowMs: number): Array<import('./wire').JsAction>
+  socketOpened(nowMs: number): Array<import('./wire').JsAction>
+  socketOpenFailed(error: string, nowMs: number): Array<import('./wire').JsAction>
+  socketMessage(text: string, nowMs: number): Array<import('./wire').JsAction>
   /**
    * The socket's close event; `buffered_amount`, its `bufferedAmount` then (D13: a report
    * still in it was never transmitted, and is held).
    */
-  socketClosed(code: number | undefined | null, reason: string, nowMs: number, bufferedAmount?: number | undefined | null): Array<JsAction>
+  socketClosed(code: number | undefined | null, reason: string, nowMs: number, bufferedAmount?: number | undefined | null): Array<import('./wire').JsAction>
   /** The socket's error event; `buffered_amount` as for [`Client::socket_closed`]. */
-  socketErrored(nowMs: number, bufferedAmount?: number | undefined | null): Array<JsAction>
+  socketErrored(nowMs: number, bufferedAmount?: number | undefined | null): Array<import('./wire').JsAction>
   /** `send(text)` of a `Send` action threw `error`. */
-  socketSendFailed(text: string, error: string, nowMs: number): Array<JsAction>
+  socketSendFailed(text: string, error: string, nowMs: number): Array<import('./wire').JsAction>
   /** The socket's pong event, carrying `payload`. */
-  socketPong(payload: Uint8Array, nowMs: number): Array<JsAction>
+  socketPong(payload: Uint8Array, nowMs: number): Array<import('./wire').JsAction>
   /** The timer a `SetTimer` action set fired. */
-  timerFired(nowMs: number): Array<JsAction>
+  timerFired(nowMs: number): Array<import('./wire').JsAction>
 }
-
-/**
- * What `connectMigration` was given, resolved to values by the glue: the core's
- * `Options`.
- */
-export interface ClientOptions {
-  url: string
-  token: string
-  name: string
-  reconnectMinMs: number
-  reconnectMaxMs: number
-  reconnectJitter: number
-  heartbeatMs: number
-  connectTimeoutMs: number
-}
-
-/**
- * What a `Connection` action tells of the client's connection, by its `event`: each with the
- * fields `ctl-migration:connection`'s message has for it.
- */
-export type ConnectionNote =
-  | { event: 'connecting'; attempt: number }
-  | { event: 'connected'; attempt: number; role: Role; migrationId?: string }
-  | { event: 'disconnected'; attempt: number; migrationId?: string; code?: number; reason: string; retryInMs?: number }
-  | { event: 'closed'; attempt: number }
-
-/** Which way a frame went. */
-export declare const enum Direction {
-  In = 'in',
-  Out = 'out',
-}
-
-/** A frame's `type` on the wire. */
-export declare const enum FrameType {
-  Hello = 'hello',
-  State = 'state',
-  StateRefused = 'state-refused',
-  TargetReady = 'target-ready',
-  SourceStoppedOutput = 'source-stopped-output',
-  TargetApplied = 'target-applied',
-  HelloAck = 'hello-ack',
-  GetState = 'get-state',
-  InitialState = 'initial-state',
-  CutoverReady = 'cutover-ready',
-  CutoverApply = 'cutover-apply',
-  Abort = 'abort',
-}
-
-/** A handler on the product's handlers object, by its name there. */
-export declare const enum Handler {
-  Connected = 'onConnected',
-  GetState = 'onGetState',
-  InitialState = 'onInitialState',
-  CutoverReady = 'onCutoverReady',
-  CutoverApply = 'onCutoverApply',
-  Abort = 'onAbort',
-}
-
-/**
- * One thing the glue must do, in order. A `Call` carries `handler`, which the glue hands back
- * to `settle` when the handler ends.
- */
-export type JsAction =
-  | { kind: 'Log'; line: string }
-  | { kind: 'Call'; handler: Handler; migrationId?: string; payload?: string; reason?: string; role?: Role }
-  | { kind: 'TooLarge'; message: string }
-  | { kind: 'Open' }
-  | { kind: 'Send'; text: string; pingAfter?: number }
-  | { kind: 'Close'; code?: number; reason?: string }
-  | { kind: 'SetTimer'; delayMs?: number }
-  | { kind: 'Connection'; note: ConnectionNote }
-  | { kind: 'Frame'; direction: Direction; frameType: FrameType; migrationId?: string; bytes: number }
-  | { kind: 'Report'; reportType: FrameType; outcome: Outcome; migrationId?: string; reason?: string }
-
-/** `reportApplied`'s summary, already checked by the glue. */
-export interface JsAppliedSummary {
-  applied?: Array<string>
-  failed?: Array<JsFailedPart>
-  skewMs?: number
-}
-
-export interface JsFailedPart {
-  id: string
-  reason: string
-}
-
-/** What became of a report or an answer to the propose; `dropped` comes with its reason. */
-export declare const enum Outcome {
-  Sent = 'sent',
-  Confirmed = 'confirmed',
-  Held = 'held',
-  Superseded = 'superseded',
-  Dropped = 'dropped',
-}
-
-/** Which side of the handover the client is. */
-export declare const enum Role {
-  Source = 'source',
-  Target = 'target',
-}
-
-/**
- * How a handler the glue called ended. `onGetState` ends in any of these but `Done`; the
- * others in `Done`, `Missing` or `Threw`.
- */
-export type Settled =
-  | { kind: 'Missing' }
-  | { kind: 'Done' }
-  | { kind: 'Threw'; printed?: string }
-  | { kind: 'Value'; json: string }
-  | { kind: 'NotJson'; why: string }
-  | { kind: 'Refused'; reason: string }

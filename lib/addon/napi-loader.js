@@ -836,8 +836,3 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Client = nativeBinding.Client
-module.exports.Direction = nativeBinding.Direction
-module.exports.FrameType = nativeBinding.FrameType
-module.exports.Handler = nativeBinding.Handler
-module.exports.Outcome = nativeBinding.Outcome
-module.exports.Role = nativeBinding.Role

@@ -19,10 +19,10 @@
 const fs = require('fs')
 const path = require('path')
 
-/** @typedef {import('./binding').JsAction} JsAction */
-/** @typedef {import('./binding').Settled} Settled */
-/** @typedef {import('./binding').ClientOptions} ClientOptions */
-/** @typedef {import('./binding').JsAppliedSummary} JsAppliedSummary */
+/** @typedef {import('./wire').JsAction} JsAction */
+/** @typedef {import('./wire').Settled} Settled */
+/** @typedef {import('./wire').ClientOptions} ClientOptions */
+/** @typedef {import('./wire').JsAppliedSummary} JsAppliedSummary */
 /** @typedef {{ kind: 'Write', bytes: Uint8Array }} WriteAction bytes for the byte stream */
 
 const WASM_FILE = path.join(__dirname, 'ctl-migration.wasm')
@@ -131,9 +131,6 @@ function streamAnswer(len) {
   return len < 0 ? null : answer(len)
 }
 
-/** `Settled`'s kinds by number (crates/wasm `Ending`). */
-const ENDINGS = ['Missing', 'Done', 'Threw', 'Value', 'NotJson', 'Refused']
-
 /** Frees a client's slot in the module once its JavaScript object is gone. */
 const freed = new FinalizationRegistry((/** @type {number} */ handle) => exports_.ctl_client_free(handle))
 
@@ -193,61 +190,59 @@ class Client {
     return exports_.ctl_finished(this.handle) === 1
   }
 
-  /** @param {number} mask */
-  observe(mask) {
-    exports_.ctl_observe(this.handle, mask)
+  /** @param {number} mask @param {number} nowMs */
+  observe(mask, nowMs) {
+    exports_.ctl_observe(this.handle, mask, nowMs)
   }
 
-  start() {
-    return answer(exports_.ctl_start(this.handle))
+  /** @param {number} nowMs */
+  start(nowMs) {
+    return answer(exports_.ctl_start(this.handle, nowMs))
   }
 
-  close() {
-    return answer(exports_.ctl_close(this.handle))
+  /** @param {number} nowMs */
+  close(nowMs) {
+    return answer(exports_.ctl_close(this.handle, nowMs))
   }
 
-  /** @param {string} payload */
-  reportState(payload) {
-    return answer(exports_.ctl_report_state(this.handle, put(payload)))
+  /** @param {string} payload @param {number} nowMs */
+  reportState(payload, nowMs) {
+    return answer(exports_.ctl_report_state(this.handle, put(payload), nowMs))
   }
 
-  /** @param {string} reason */
-  refuseState(reason) {
-    return answer(exports_.ctl_refuse_state(this.handle, put(reason)))
+  /** @param {string} reason @param {number} nowMs */
+  refuseState(reason, nowMs) {
+    return answer(exports_.ctl_refuse_state(this.handle, put(reason), nowMs))
   }
 
-  /** @param {string} payload */
-  reportReady(payload) {
-    return answer(exports_.ctl_report_ready(this.handle, put(payload)))
+  /** @param {string} payload @param {number} nowMs */
+  reportReady(payload, nowMs) {
+    return answer(exports_.ctl_report_ready(this.handle, put(payload), nowMs))
   }
 
-  /** @param {string} payload */
-  reportStoppedOutput(payload) {
-    return answer(exports_.ctl_report_stopped_output(this.handle, put(payload)))
+  /** @param {string} payload @param {number} nowMs */
+  reportStoppedOutput(payload, nowMs) {
+    return answer(exports_.ctl_report_stopped_output(this.handle, put(payload), nowMs))
   }
 
-  /** @param {JsAppliedSummary | undefined | null} [summary] */
-  reportApplied(summary) {
-    return answer(exports_.ctl_report_applied(this.handle, summary ? put(JSON.stringify(summary)) : 0))
+  /** @param {JsAppliedSummary | undefined | null} summary @param {number} nowMs */
+  reportApplied(summary, nowMs) {
+    return answer(exports_.ctl_report_applied(this.handle, summary ? put(JSON.stringify(summary)) : 0, nowMs))
   }
 
-  /** @param {string} reason */
-  abort(reason) {
-    return answer(exports_.ctl_abort(this.handle, put(reason)))
+  /** @param {string} reason @param {number} nowMs */
+  abort(reason, nowMs) {
+    return answer(exports_.ctl_abort(this.handle, put(reason), nowMs))
   }
 
-  /** @param {string} handler @param {string} migrationId @param {Settled} outcome */
-  settle(handler, migrationId, outcome) {
+  /** @param {string} handler @param {string} migrationId @param {Settled} kind
+   *  @param {string | undefined | null} text @param {number} nowMs */
+  settle(handler, migrationId, kind, text, nowMs) {
     const handlerLen = put(handler)
     const idLen = put(migrationId, handlerLen)
-    const text =
-      outcome.kind === 'Value' ? outcome.json
-      : outcome.kind === 'NotJson' ? outcome.why
-      : outcome.kind === 'Refused' ? outcome.reason
-      : outcome.kind === 'Threw' ? outcome.printed
-      : undefined
-    const textLen = text === undefined ? -1 : put(text, handlerLen + idLen)
-    return answer(exports_.ctl_settle(this.handle, ENDINGS.indexOf(outcome.kind), handlerLen, idLen, textLen))
+    const kindLen = put(kind, handlerLen + idLen)
+    const textLen = text === undefined || text === null ? -1 : put(text, handlerLen + idLen + kindLen)
+    return answer(exports_.ctl_settle(this.handle, handlerLen, idLen, kindLen, textLen, nowMs))
   }
 
   /** @param {number} nowMs */

@@ -9,10 +9,10 @@
 
 const { builtin, hasLibuv } = require('../addon/platform.js')
 const { describe } = require('./values.js')
-const { coreTimer, openInPromiseJob } = require('./core-timer.js')
+const { socketGlue } = require('./socket-glue.js')
 
 /** @typedef {import('../addon/wasm').Client} Client */
-/** @typedef {import('../addon/binding').JsAction | import('../addon/wasm').WriteAction} Action */
+/** @typedef {import('../addon/wire').JsAction | import('../addon/wasm').WriteAction} Action */
 
 // How long an ended stream may wait for the worker to close its side: the core's close-handshake
 // limit (CLOSE_HANDSHAKE_LIMIT_MS), after which it is destroyed.
@@ -58,67 +58,66 @@ function connectStream(target, onBytes) {
  * @param {(actions: Action[]) => void} run
  */
 function streamTransport(url, getCore, run) {
-  /** @type {any} the current stream */
-  let stream
+  const glue = socketGlue(getCore, run)
+  /** The byte stream to the worker, its bytes handed to `read` while it is the current one.
+   *  @param {Client} core */
+  function connect(core) {
+    const target = new URL(url)
+    if (target.protocol !== 'ws:' && target.protocol !== 'wss:') throw new TypeError(`not a WebSocket URL: ${url}`)
+    /** @type {any} */
+    let s
+    const connected = connectStream(target, (bytes) => {
+      if (glue.isCurrent(s)) read(core, s, bytes)
+    })
+    s = connected.stream
+    s.setNoDelay?.(true)
+    s.on(connected.connectEvent, () => {
+      if (glue.isCurrent(s)) run(core.streamConnected(performance.now()))
+    })
+    return s
+  }
+  /** One frame at a time: each frame's handlers are called before the next is read.
+   *  @param {Client} core @param {any} s @param {Uint8Array} bytes */
+  function read(core, s, bytes) {
+    let actions = core.streamData(bytes, performance.now())
+    while (actions !== null) {
+      const more = core.streamMore
+      run(actions)
+      if (!more || !glue.isCurrent(s)) break
+      actions = core.streamRead(performance.now())
+    }
+  }
+  /** @param {Client} core @param {any} s */
+  function attach(core, s) {
+    /** @type {unknown} */
+    let failure
+    s.on('error', (/** @type {unknown} */ e) => {
+      failure = e
+    })
+    s.on('close', () => {
+      if (glue.forget(s) === undefined) return
+      const why = failure === undefined ? 'the connection closed' : (describe(/** @type {any} */ (failure)?.message ?? failure) ?? 'socket error')
+      run(core.streamEnded(why, performance.now()))
+    })
+  }
   return {
     open() {
-      openInPromiseJob(getCore, (core) => {
-        /** @type {any} */
-        let s
-        let connectEvent
-        try {
-          const target = new URL(url)
-          if (target.protocol !== 'ws:' && target.protocol !== 'wss:') throw new TypeError(`not a WebSocket URL: ${url}`)
-          ;({ stream: s, connectEvent } = connectStream(target, (bytes) => read(bytes)))
-        } catch (e) {
-          run(core.streamEnded(describe(e) ?? 'connecting threw', performance.now()))
-          return
-        }
-        stream = s
-        /** @type {unknown} */
-        let failure
-        s.setNoDelay?.(true)
-        s.on(connectEvent, () => {
-          if (stream === s) run(core.streamConnected(performance.now()))
-        })
-        /** One frame at a time: each frame's handlers are called before the next is read.
-         *  @param {Uint8Array} bytes */
-        function read(bytes) {
-          if (stream !== s) return
-          let actions = core.streamData(bytes, performance.now())
-          while (actions !== null) {
-            const more = core.streamMore
-            run(actions)
-            if (!more || stream !== s) break
-            actions = core.streamRead(performance.now())
-          }
-        }
-        s.on('error', (/** @type {unknown} */ e) => {
-          failure = e
-        })
-        s.on('close', () => {
-          if (stream !== s) return
-          stream = undefined
-          const why = failure === undefined ? 'the connection closed' : (describe(/** @type {any} */ (failure)?.message ?? failure) ?? 'socket error')
-          run(core.streamEnded(why, performance.now()))
-        })
-      })
+      glue.open(connect, (core, why) => core.streamEnded(why ?? 'connecting threw', performance.now()), attach)
     },
     /** @param {Uint8Array} bytes */
     write(bytes) {
-      stream?.write(bytes)
+      glue.current()?.write(bytes)
     },
     /** Ends the stream after what was written (a close frame, if any); the process need not
      *  wait for the worker to close its side. */
     close() {
-      const s = stream
-      stream = undefined
+      const s = glue.forget()
       if (!s) return
       s.end()
       s.unref?.()
       setTimeout(() => s.destroy(), CLOSE_HANDSHAKE_LIMIT_MS).unref()
     },
-    setTimer: coreTimer(getCore, run),
+    setTimer: glue.setTimer,
   }
 }
 

@@ -4,9 +4,9 @@
 // is asked for, events are handled synchronously, and the core's one timer is a JavaScript timer.
 
 const { describe, frameText } = require('./values.js')
-const { coreTimer, openInPromiseJob } = require('./core-timer.js')
+const { socketGlue } = require('./socket-glue.js')
 
-/** @typedef {import('../addon/binding').JsAction} JsAction */
+/** @typedef {import('../addon/wire').JsAction} JsAction */
 
 /** D13: what a WHATWG socket still holds unsent as it ends — all the API tells of delivery. A
  *  report still in it was never transmitted, and the core holds it.
@@ -58,61 +58,45 @@ function pongBytes(data) {
  */
 function jsSocketTransport(Ctor, url, getCore, run) {
   const pings = socketPings(Ctor)
-  /** @type {any} */
-  let socket
-  const forget = () => {
-    const s = socket
-    socket = undefined
-    return s
+  const glue = socketGlue(getCore, run)
+  /** @param {Client} core @param {any} s */
+  function attach(core, s) {
+    try {
+      if ('binaryType' in s) s.binaryType = 'arraybuffer'
+    } catch {
+      // a socket that will not take it still delivers strings
+    }
+    s.onopen = () => {
+      if (glue.isCurrent(s)) run(core.socketOpened(performance.now()))
+    }
+    s.onmessage = (/** @type {any} */ ev) => {
+      if (glue.isCurrent(s)) run(core.socketMessage(frameText(ev?.data), performance.now()))
+    }
+    s.onclose = (/** @type {any} */ ev) => {
+      if (glue.forget(s) === undefined) return
+      const code = typeof ev?.code === 'number' ? ev.code : undefined
+      run(core.socketClosed(code, String(ev?.reason ?? ''), performance.now(), bufferedAmount(s)))
+    }
+    s.onerror = () => {
+      if (glue.isCurrent(s)) run(core.socketErrored(performance.now(), bufferedAmount(s)))
+    }
+    if (pings) {
+      s.on('pong', (/** @type {unknown} */ data) => {
+        if (glue.isCurrent(s)) run(core.socketPong(pongBytes(data), performance.now()))
+      })
+    }
   }
   return {
     open() {
-      openInPromiseJob(getCore, (core) => {
-        /** @type {any} */
-        let s
-        try {
-          s = new Ctor(url)
-        } catch (e) {
-          run(core.socketOpenFailed(describe(e) ?? 'the WebSocket constructor threw', performance.now()))
-          return
-        }
-        socket = s
-        try {
-          if ('binaryType' in s) s.binaryType = 'arraybuffer'
-        } catch {
-          // a socket that will not take it still delivers strings
-        }
-        s.onopen = () => {
-          if (socket === s) run(core.socketOpened(performance.now()))
-        }
-        s.onmessage = (/** @type {any} */ ev) => {
-          if (socket === s) run(core.socketMessage(frameText(ev?.data), performance.now()))
-        }
-        s.onclose = (/** @type {any} */ ev) => {
-          if (socket !== s) return
-          socket = undefined
-          run(
-            core.socketClosed(
-              typeof ev?.code === 'number' ? ev.code : undefined,
-              String(ev?.reason ?? ''),
-              performance.now(),
-              bufferedAmount(s),
-            ),
-          )
-        }
-        s.onerror = () => {
-          if (socket === s) run(core.socketErrored(performance.now(), bufferedAmount(s)))
-        }
-        if (pings) {
-          s.on('pong', (/** @type {unknown} */ data) => {
-            if (socket === s) run(core.socketPong(pongBytes(data), performance.now()))
-          })
-        }
-      })
+      glue.open(
+        () => new Ctor(url),
+        (core, why) => core.socketOpenFailed(why ?? 'the WebSocket constructor threw', performance.now()),
+        attach,
+      )
     },
     /** @param {string} text @param {number | undefined} pingAfter D13: the ping to follow it */
     send(text, pingAfter) {
-      const s = socket
+      const s = glue.current()
       try {
         s.send(text)
       } catch (e) {
@@ -129,7 +113,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
     },
     /** @param {number | undefined} code @param {string | undefined} reason */
     close(code, reason) {
-      const s = forget()
+      const s = glue.forget()
       try {
         if (code === undefined || code === null) s?.close()
         else s?.close(code, reason)
@@ -137,7 +121,7 @@ function jsSocketTransport(Ctor, url, getCore, run) {
         // already gone
       }
     },
-    setTimer: coreTimer(getCore, run),
+    setTimer: glue.setTimer,
   }
 }
 

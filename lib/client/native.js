@@ -6,11 +6,11 @@
 
 const { hasLibuv } = require('../addon/platform.js')
 
-/** @typedef {import('../addon/binding').JsAction} JsAction */
+/** @typedef {import('../addon/wire').JsAction} JsAction */
 
 /**
  * @param {typeof import('../addon/binding').Client} Client
- * @param {import('../addon/binding').ClientOptions} options
+ * @param {import('../addon/wire').ClientOptions} options
  * @param {(actions: JsAction[]) => void} run carries out the core's actions
  * @param {(e: unknown) => void} reportGlueError
  */

@@ -37,7 +37,7 @@ function functionOption(opts, key) {
 /**
  * What the core is given, the product's socket class if any, and the log.
  * @param {Options} opts @param {string} url @param {string} token @param {string} name
- * @returns {{ options: import('../addon/binding').ClientOptions, productSocket: Function | undefined, log: (line: string) => void }}
+ * @returns {{ options: import('../addon/wire').ClientOptions, productSocket: Function | undefined, log: (line: string) => void }}
  */
 function resolveOptions(opts, url, token, name) {
   const productSocket = functionOption(opts, 'WebSocket')

@@ -24,12 +24,12 @@ function payloadJson(payload) {
 
 /** D6: `reportApplied(summary?)`, checked before anything is sent.
  *  @param {unknown} summary
- *  @returns {import('../addon/binding').JsAppliedSummary | undefined} */
+ *  @returns {import('../addon/wire').JsAppliedSummary | undefined} */
 function appliedSummary(summary) {
   if (summary === undefined || summary === null) return undefined
   if (typeof summary !== 'object' || Array.isArray(summary)) throw new TypeError('reportApplied: summary must be an object')
   const given = /** @type {{ applied?: unknown, failed?: unknown, skewMs?: unknown }} */ (summary)
-  /** @type {import('../addon/binding').JsAppliedSummary} */
+  /** @type {import('../addon/wire').JsAppliedSummary} */
   const out = {}
   if (given.applied !== undefined) {
     if (!Array.isArray(given.applied) || !given.applied.every((id) => typeof id === 'string')) {

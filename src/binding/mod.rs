@@ -1,89 +1,44 @@
-//! The Node-API surface: one class, `Client`, over the protocol core, with either transport.
+//! The Node-API surface: one class, `Client`, over the driver (crates/driver), on either
+//! transport.
 //!
-//! Every method returns the actions the JavaScript glue (`lib/client.js`) must carry out now, as
-//! typed objects (`{ kind: 'Send', text }`, `{ kind: 'CutoverReady', payload, migrationId, … }`,
-//! [`actions`]). With the native transport ([`native`]) that is only log lines and handler calls (the socket lives on the runtime thread, whose own log
-//! lines and handler calls arrive through one threadsafe function); with a JavaScript socket
-//! ([`JsSocket`]) it is everything, socket work and its one timer too, so the glue runs it
-//! synchronously on the JavaScript thread as the reference client does.
+//! Every method returns the outputs the JavaScript glue (`lib/client.js`) must carry out now,
+//! in the driver's wire shape ([`actions`]). With the native transport ([`native`]) that is only
+//! log lines, handler calls and notes (the socket lives on the runtime thread, whose own log
+//! lines and handler calls arrive through one threadsafe function); with a product's socket
+//! ([`Driver`] without WebSocket framing) it is everything, socket work and its one timer too,
+//! so the glue runs it synchronously on the JavaScript thread as the reference client does.
 //!
-//! A handler call names its [`Handler`]; the glue tells how it ended with one `settle` call.
+//! A handler call names its handler; the glue tells how it ended with one `settle` call. Every
+//! call carries the glue's clock (`performance.now()`); the native transport keeps its own.
 
 mod actions;
 
-use actions::{to_js, Actions, Ended, Handler, JsAction, Settled};
-use ctl_migration_core::close_code;
-use ctl_migration_core::frames::{AppliedSummary, FailedPart};
-use ctl_migration_core::protocol::{timer_delay_ms, Config, Observed, Options, Protocol, TooLarge};
+use actions::{Actions, FromWire};
+use ctl_migration_core::frames::AppliedSummary;
+use ctl_migration_core::protocol::{HandlerKind, Transport};
+use ctl_migration_driver::output::{observed, settled, WireOptions};
+use ctl_migration_driver::{Driver, Input, ProductCall, Refused, Report};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
-/// The bits of `Client.observe`'s mask, one per kind of note.
-const OBSERVE_CONNECTION: u32 = 1;
-const OBSERVE_FRAMES: u32 = 2;
-const OBSERVE_REPORTS: u32 = 4;
-
-/// napi's object for the core's [`Options`], field for field (each documented there).
-macro_rules! client_options {
-    ($($field:ident: $ty:ident,)+) => {
-        /// What `connectMigration` was given, resolved to values by the glue: the core's
-        /// `Options`.
-        #[napi(object)]
-        pub struct ClientOptions {
-            $(pub $field: $ty,)+
-        }
-
-        impl From<ClientOptions> for Options {
-            fn from(options: ClientOptions) -> Options {
-                Options {
-                    $($field: options.$field,)+
-                }
-            }
-        }
-    };
+/// Seeds a client's reconnect jitter: spreading the products of a restarted worker needs no
+/// secret.
+fn seed() -> u64 {
+    RandomState::new().build_hasher().finish()
 }
 
-ctl_migration_core::with_options!(client_options);
-
-/// The core for a transport: one that owns its socket (the native one) has the heartbeat, the
-/// connect timeout and D13 by a ping per burst; another whose socket class `pings` (`ping()`,
-/// as `ws`'s) confirms each report by ping (D13).
-fn core(options: ClientOptions, owns_socket: bool, pings: bool) -> Protocol {
-    let seed = RandomState::new().build_hasher().finish();
-    Protocol::new(Config::for_transport(
-        options.into(),
-        seed,
-        owns_socket,
-        pings,
-    ))
-}
-
-#[napi(object)]
-pub struct JsFailedPart {
-    pub id: String,
-    pub reason: String,
-}
-
-/// `reportApplied`'s summary, already checked by the glue.
-#[napi(object)]
-pub struct JsAppliedSummary {
-    pub applied: Option<Vec<String>>,
-    pub failed: Option<Vec<JsFailedPart>>,
-    pub skew_ms: Option<f64>,
-}
-
-/// The product's reports of its text (a payload's JSON or a reason), each the core's method of
-/// the same name; over the frame cap, a `TooLarge` action instead.
+/// The product's reports of its text (a payload's JSON or a reason), each the driver's
+/// [`Report`] of the same name; over the frame cap, a `TooLarge` action instead.
 macro_rules! text_reports {
-    ($($method:ident($text:ident),)+) => {
+    ($($method:ident($text:ident) => $report:ident,)+) => {
         #[napi]
         impl Client {
             $(
-                #[napi(ts_return_type = "Array<JsAction>")]
-                pub fn $method(&mut self, $text: String) -> Actions {
-                    self.report(|core| core.$method($text))
+                #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
+                pub fn $method(&mut self, $text: String, now_ms: f64) -> Result<Actions> {
+                    self.call(ProductCall::Report(Report::$report($text)), now_ms)
                 }
             )+
         }
@@ -91,54 +46,23 @@ macro_rules! text_reports {
 }
 
 text_reports! {
-    report_state(payload),
-    refuse_state(reason),
-    report_ready(payload),
-    report_stopped_output(payload),
-    abort(reason),
+    report_state(payload) => State,
+    refuse_state(reason) => RefuseState,
+    report_ready(payload) => Ready,
+    report_stopped_output(payload) => StoppedOutput,
+    abort(reason) => Abort,
 }
 
-/// A core whose socket and timer are the glue's, on the glue's clock (`performance.now()`).
-struct JsSocket {
-    core: Protocol,
-    /// The glue's clock as of its latest event.
-    now: f64,
-    /// The deadline the glue's one timer is set for.
-    timer_at: Option<f64>,
-}
-
-impl JsSocket {
-    /// Runs `f` at `now` (the latest time the glue told, if none) and takes the actions for the
-    /// glue, with a `SetTimer` last when the core's next deadline moved.
-    fn run<R>(
-        &mut self,
-        now: Option<f64>,
-        f: impl FnOnce(&mut Protocol, f64) -> R,
-    ) -> (R, Vec<JsAction>) {
-        if let Some(now) = now {
-            self.now = self.now.max(now);
-        }
-        let result = f(&mut self.core, self.now);
-        let mut actions: Vec<JsAction> = self.core.drain_actions().filter_map(to_js).collect();
-        let next = self.core.poll_timeout();
-        if next != self.timer_at {
-            self.timer_at = next;
-            actions.push(JsAction::SetTimer {
-                delay_ms: next.map(|at| timer_delay_ms(at - self.now)),
-            });
-        }
-        (result, actions)
-    }
-}
-
-enum Transport {
+/// Whose socket the client runs on.
+enum Host {
     Native(native::Native),
-    JsSocket(Box<JsSocket>),
+    /// A product's socket, which the glue drives.
+    ProductSocket(Box<Driver>),
 }
 
 #[napi]
 pub struct Client {
-    transport: Transport,
+    host: Host,
 }
 
 // After `Client`: napi-rs expands a `#[napi] impl` only after the struct it is for.
@@ -150,131 +74,136 @@ impl Client {
     /// `now_ms` is the glue's clock. With `pings` (its class has `ping()`, as `ws`'s does) a
     /// report is sent with the number of a ping to follow it (`Send`'s `pingAfter`), and the
     /// pong that carries it back (`socketPong`) confirms it (D13).
-    #[napi(factory)]
-    pub fn js_socket(options: ClientOptions, now_ms: f64, pings: Option<bool>) -> Client {
-        Client::over(Transport::JsSocket(Box::new(JsSocket {
-            core: core(options, false, pings.unwrap_or(false)),
-            now: now_ms,
-            timer_at: None,
-        })))
+    #[napi(
+        factory,
+        ts_args_type = "options: import('./wire').ClientOptions, nowMs: number, pings?: boolean | undefined | null"
+    )]
+    pub fn js_socket(options: FromWire<WireOptions>, now_ms: f64, pings: Option<bool>) -> Client {
+        let transport = Transport::ProductSocket {
+            pings: pings.unwrap_or(false),
+        };
+        let driver = Driver::new(options.0 .0, seed(), now_ms, transport);
+        Client {
+            host: Host::ProductSocket(Box::new(driver)),
+        }
     }
 
-    #[napi(getter)]
+    #[napi(getter, ts_return_type = "'source' | 'target'")]
     pub fn role(&self) -> &'static str {
-        match &self.transport {
-            Transport::Native(native) => native.role().as_str(),
-            Transport::JsSocket(js) => js.core.role().as_str(),
+        match &self.host {
+            Host::Native(native) => native.role().as_str(),
+            Host::ProductSocket(driver) => driver.core().role().as_str(),
         }
     }
 
     #[napi(getter)]
     pub fn connected(&self) -> bool {
-        match &self.transport {
-            Transport::Native(native) => native.connected(),
-            Transport::JsSocket(js) => js.core.connected(),
+        match &self.host {
+            Host::Native(native) => native.connected(),
+            Host::ProductSocket(driver) => driver.core().connected(),
         }
     }
 
     #[napi(getter)]
     pub fn migration_id(&self) -> Option<String> {
-        match &self.transport {
-            Transport::Native(native) => native.migration_id(),
-            Transport::JsSocket(js) => js.core.migration_id().map(str::to_owned),
+        match &self.host {
+            Host::Native(native) => native.migration_id(),
+            Host::ProductSocket(driver) => driver.core().migration_id().map(str::to_owned),
         }
     }
 
     /// No socket will ever be opened again (closed, or replaced by a newer connection).
     #[napi(getter)]
     pub fn finished(&self) -> bool {
-        match &self.transport {
-            Transport::Native(native) => native.finished(),
-            Transport::JsSocket(js) => js.core.is_finished(),
+        match &self.host {
+            Host::Native(native) => native.finished(),
+            Host::ProductSocket(driver) => driver.core().is_finished(),
         }
     }
 
     /// Which notes the glue wants from now on: a mask of 1 (connection), 2 (frames) and
     /// 4 (reports); 0, the default, builds none.
     #[napi]
-    pub fn observe(&mut self, mask: u32) {
-        let observed = Observed {
-            connection: mask & OBSERVE_CONNECTION != 0,
-            frames: mask & OBSERVE_FRAMES != 0,
-            reports: mask & OBSERVE_REPORTS != 0,
-        };
+    pub fn observe(&mut self, mask: u32, now_ms: f64) -> Result<()> {
         // Queues nothing: there are no actions to hand back.
-        self.apply(|core, _| core.observe(observed));
+        self.call(ProductCall::Observe(observed(mask)), now_ms)
+            .map(drop)
     }
 
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn start(&mut self) -> Actions {
-        self.apply(|core, now| core.start(now))
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
+    pub fn start(&mut self, now_ms: f64) -> Result<Actions> {
+        self.call(ProductCall::Start, now_ms)
     }
 
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn report_applied(&mut self, summary: Option<JsAppliedSummary>) -> Actions {
-        let summary = summary.map(|s| AppliedSummary {
-            applied: s.applied,
-            failed: s.failed.map(|parts| {
-                parts
-                    .into_iter()
-                    .map(|p| FailedPart {
-                        id: p.id,
-                        reason: p.reason,
-                    })
-                    .collect()
-            }),
-            skew_ms: s.skew_ms,
-        });
-        self.report(|core| core.report_applied(summary.unwrap_or_default()))
+    #[napi(
+        ts_args_type = "summary: import('./wire').JsAppliedSummary | undefined | null, nowMs: number",
+        ts_return_type = "Array<import('./wire').JsAction>"
+    )]
+    pub fn report_applied(
+        &mut self,
+        summary: Option<FromWire<AppliedSummary>>,
+        now_ms: f64,
+    ) -> Result<Actions> {
+        let summary = summary.map(|s| s.0).unwrap_or_default();
+        self.call(ProductCall::Report(Report::Applied(summary)), now_ms)
     }
 
-    #[napi(ts_return_type = "Array<JsAction>")]
-    pub fn close(&mut self) -> Actions {
-        let actions = self.apply(|core, _| core.close());
-        if let Transport::Native(native) = &self.transport {
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
+    pub fn close(&mut self, now_ms: f64) -> Result<Actions> {
+        let actions = self.call(ProductCall::Close, now_ms);
+        if let Host::Native(native) = &self.host {
             native.closed();
         }
         actions
     }
 
-    /// The call to `handler` for `migration_id` (the one its action named) ended as `outcome`
-    /// says; an error for an ending that handler cannot have.
-    #[napi(ts_return_type = "Array<JsAction>")]
+    /// The call to `handler` for `migration_id` (the one its action named) ended as `kind`
+    /// says, with its `text`; an error for an ending that handler cannot have.
+    #[napi(
+        ts_args_type = "handler: import('./wire').Handler, migrationId: string, kind: import('./wire').Settled, text: string | undefined | null, nowMs: number",
+        ts_return_type = "Array<import('./wire').JsAction>"
+    )]
     pub fn settle(
         &mut self,
-        handler: Handler,
+        handler: String,
         migration_id: String,
-        outcome: Settled,
+        kind: String,
+        text: Option<String>,
+        now_ms: f64,
     ) -> Result<Actions> {
-        let ended = outcome
-            .for_handler(handler)
-            .map_err(|why| Error::new(Status::InvalidArg, why))?;
-        Ok(self.apply(|core, _| match ended {
-            Ended::State(outcome) => core.on_state_settled(&migration_id, outcome),
-            Ended::Handler(kind, outcome) => core.on_handler_settled(kind, &migration_id, outcome),
-        }))
+        let invalid = |what: &str| Error::new(Status::InvalidArg, format!("not {what}"));
+        let handler = HandlerKind::parse(&handler).ok_or_else(|| invalid("a handler"))?;
+        let settled = settled(&kind, text).ok_or_else(|| invalid("an ending"))?;
+        self.call(
+            ProductCall::Settled {
+                handler,
+                migration_id: &migration_id,
+                settled,
+            },
+            now_ms,
+        )
     }
 
-    // ── events of a JavaScript socket; `now_ms` is the glue's clock ──────
+    // ── events of a product's socket; `now_ms` is the glue's clock ──────
 
-    #[napi(ts_return_type = "Array<JsAction>")]
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
     pub fn socket_opened(&mut self, now_ms: f64) -> Result<Actions> {
-        self.socket_event(now_ms, |core, now| core.on_open(now))
+        self.socket_event(Input::SocketOpened, now_ms)
     }
 
-    #[napi(ts_return_type = "Array<JsAction>")]
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
     pub fn socket_open_failed(&mut self, error: String, now_ms: f64) -> Result<Actions> {
-        self.socket_event(now_ms, |core, now| core.on_open_failed(&error, now))
+        self.socket_event(Input::SocketOpenFailed(&error), now_ms)
     }
 
-    #[napi(ts_return_type = "Array<JsAction>")]
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
     pub fn socket_message(&mut self, text: String, now_ms: f64) -> Result<Actions> {
-        self.socket_event(now_ms, |core, now| core.on_frame(&text, now))
+        self.socket_event(Input::SocketMessage(&text), now_ms)
     }
 
     /// The socket's close event; `buffered_amount`, its `bufferedAmount` then (D13: a report
     /// still in it was never transmitted, and is held).
-    #[napi(ts_return_type = "Array<JsAction>")]
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
     pub fn socket_closed(
         &mut self,
         code: Option<u32>,
@@ -282,110 +211,75 @@ impl Client {
         now_ms: f64,
         buffered_amount: Option<f64>,
     ) -> Result<Actions> {
-        // A close event with no code (or none a close frame can carry) had no status.
-        let code = code
-            .and_then(|c| u16::try_from(c).ok())
-            .unwrap_or(close_code::NO_STATUS);
-        self.socket_event(now_ms, |core, now| {
-            unsent_at_end(core, buffered_amount);
-            core.on_closed(code, &reason, now)
-        })
+        let input = Input::SocketClosed {
+            // A close event with no code (or none a close frame can carry) had no status.
+            code: code.and_then(|c| u16::try_from(c).ok()),
+            reason: &reason,
+            buffered_amount: buffered_amount.unwrap_or(0.0),
+        };
+        self.socket_event(input, now_ms)
     }
 
     /// The socket's error event; `buffered_amount` as for [`Client::socket_closed`].
-    #[napi(ts_return_type = "Array<JsAction>")]
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
     pub fn socket_errored(&mut self, now_ms: f64, buffered_amount: Option<f64>) -> Result<Actions> {
-        self.socket_event(now_ms, |core, now| {
-            unsent_at_end(core, buffered_amount);
-            core.on_error(now)
-        })
+        let buffered_amount = buffered_amount.unwrap_or(0.0);
+        self.socket_event(Input::SocketErrored { buffered_amount }, now_ms)
     }
 
     /// `send(text)` of a `Send` action threw `error`.
-    #[napi(ts_return_type = "Array<JsAction>")]
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
     pub fn socket_send_failed(
         &mut self,
         text: String,
         error: String,
         now_ms: f64,
     ) -> Result<Actions> {
-        self.socket_event(now_ms, |core, now| {
-            core.on_send_text_failed(text, &error, now)
-        })
+        let error = &error;
+        self.socket_event(Input::SocketSendFailed { text, error }, now_ms)
     }
 
     /// The socket's pong event, carrying `payload`.
-    #[napi(ts_return_type = "Array<JsAction>")]
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
     pub fn socket_pong(&mut self, payload: Uint8Array, now_ms: f64) -> Result<Actions> {
-        self.socket_event(now_ms, |core, now| core.on_pong(&payload, now))
+        self.socket_event(Input::SocketPong(&payload), now_ms)
     }
 
     /// The timer a `SetTimer` action set fired.
-    #[napi(ts_return_type = "Array<JsAction>")]
+    #[napi(ts_return_type = "Array<import('./wire').JsAction>")]
     pub fn timer_fired(&mut self, now_ms: f64) -> Result<Actions> {
-        let js = self.js_socket_mut()?;
-        // It was set for the core's deadline, so that has come, whatever the glue's clock
-        // reads (a timer may fire a hair early; fake timers move no clock).
-        let due = js.timer_at.take().map_or(now_ms, |at| now_ms.max(at));
-        Ok(js.run(Some(due), |core, now| core.handle_timeout(now)).1)
-    }
-}
-
-/// Tells the core what a WHATWG socket still buffered as it ended, if it said.
-fn unsent_at_end(core: &mut Protocol, buffered_amount: Option<f64>) {
-    if let Some(bytes) = buffered_amount.filter(|b| *b > 0.0) {
-        // Saturates: a socket's count is a whole number far below u64::MAX.
-        core.on_unsent_at_end(bytes as u64);
+        self.socket_event(Input::TimerFired, now_ms)
     }
 }
 
 impl Client {
-    fn over(transport: Transport) -> Client {
-        Client { transport }
+    /// A product call at `now_ms` on the glue's clock (the native transport keeps its own).
+    fn call(&mut self, call: ProductCall<'_>, now_ms: f64) -> Result<Actions> {
+        let (made, mut outputs) = match &mut self.host {
+            Host::Native(native) => native.run(|core, now| call.apply(core, now)),
+            Host::ProductSocket(driver) => {
+                let mut outputs = Vec::new();
+                let made = driver.handle(Input::Product(call), now_ms, &mut outputs);
+                (made.map(drop), outputs)
+            }
+        };
+        Refused::answer(made, &mut outputs)
+            .map_err(|why| Error::new(Status::InvalidArg, why.to_string()))?;
+        Ok(Actions(outputs))
     }
 
-    /// The glue's socket; an error for a client of the native transport, whose socket events
-    /// its own thread handles (the glue never sends them there).
-    fn js_socket_mut(&mut self) -> Result<&mut JsSocket> {
-        match &mut self.transport {
-            Transport::JsSocket(js) => Ok(js),
-            Transport::Native(_) => Err(Error::new(
+    /// An event of the glue's socket; an error for a client of the native transport, whose
+    /// socket events its own thread handles (the glue never sends them there).
+    fn socket_event(&mut self, input: Input<'_>, now_ms: f64) -> Result<Actions> {
+        let Host::ProductSocket(driver) = &mut self.host else {
+            return Err(Error::new(
                 Status::InvalidArg,
                 "a socket event for a client whose socket is the native transport's",
-            )),
-        }
-    }
-
-    fn apply(&mut self, f: impl FnOnce(&mut Protocol, f64)) -> Actions {
-        self.run(f).1
-    }
-
-    /// Runs `f` on the core with the time on the transport's clock.
-    fn run<R>(&mut self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<JsAction>) {
-        match &mut self.transport {
-            Transport::Native(native) => native.run(f),
-            Transport::JsSocket(js) => js.run(None, f),
-        }
-    }
-
-    /// An event of the glue's socket, at `now_ms` on its clock.
-    fn socket_event(&mut self, now_ms: f64, f: impl FnOnce(&mut Protocol, f64)) -> Result<Actions> {
-        Ok(self.js_socket_mut()?.run(Some(now_ms), f).1)
-    }
-
-    /// A report, or the one action saying it was over the frame cap.
-    fn report(
-        &mut self,
-        f: impl FnOnce(&mut Protocol) -> std::result::Result<(), TooLarge>,
-    ) -> Actions {
-        match self.run(|core, now| {
-            core.tell(now);
-            f(core)
-        }) {
-            (Ok(()), actions) => actions,
-            (Err(too_large), _) => vec![JsAction::TooLarge {
-                message: too_large.to_string(),
-            }],
-        }
+            ));
+        };
+        let mut outputs = Vec::new();
+        // A product's socket takes no product call here, so nothing is refused.
+        let _ = driver.handle(input, now_ms, &mut outputs);
+        Ok(Actions(outputs))
     }
 }

@@ -2,10 +2,12 @@
 //! function through which the runtime thread hands JavaScript its events, the state JavaScript
 //! reads, and `readSocket`, through which the JavaScript thread reads the socket itself.
 
-use super::actions::{to_js, JsAction};
-use super::{core, Client, ClientOptions, Transport};
+use super::actions::{Actions, FromWire};
+use super::{seed, Client, Host};
 use crate::native::{JsRead, JsSink, JsWork, NativeClient, Status};
-use ctl_migration_core::protocol::{Protocol, Role};
+use ctl_migration_core::protocol::{Config, Protocol, Role, Transport};
+use ctl_migration_driver::output::WireOptions;
+use ctl_migration_driver::Output;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
@@ -41,7 +43,7 @@ mod js_reads {
     }
 }
 
-type Dispatch = ThreadsafeFunction<JsWork, (), Vec<JsAction>, napi::Status, false>;
+type Dispatch = ThreadsafeFunction<JsWork, (), Actions, napi::Status, false>;
 
 pub struct TsfnSink(Dispatch);
 
@@ -71,9 +73,12 @@ impl Shown {
 
     /// One event's work for the glue: its state adopted, its actions in the glue's terms. On
     /// the JavaScript thread, just before the glue runs them.
-    pub fn actions(&self, work: JsWork) -> Vec<JsAction> {
+    pub fn actions(&self, work: JsWork) -> Vec<Output> {
         self.adopt(work.status);
-        work.actions.into_iter().filter_map(to_js).collect()
+        work.actions
+            .into_iter()
+            .filter_map(Output::from_action)
+            .collect()
     }
 
     fn read<R>(&self, f: impl FnOnce(Option<&Status>) -> R) -> R {
@@ -90,7 +95,7 @@ pub struct Native {
 
 impl Native {
     /// Runs `f` on the core with the time on the transport's clock.
-    pub fn run<R>(&self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<JsAction>) {
+    pub fn run<R>(&self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<Output>) {
         let (result, work) = self.client.with_core(f);
         // JavaScript is now up to date with what it just did.
         (result, self.shown.actions(work))
@@ -123,30 +128,30 @@ impl Client {
     /// A client on the native transport; `start()` connects. `dispatch` receives the runtime
     /// thread's log lines and handler calls; `readable`, where given, the first event the
     /// JavaScript thread reads itself.
-    #[napi(factory)]
+    #[napi(
+        factory,
+        ts_args_type = "options: import('./wire').ClientOptions, dispatch: (arg: Array<import('./wire').JsAction>) => void, readable?: ((arg: Array<import('./wire').JsAction>) => void) | undefined | null"
+    )]
     pub fn native(
         env: Env,
-        options: ClientOptions,
-        dispatch: Function<Vec<JsAction>, ()>,
-        readable: Option<Function<Vec<JsAction>, ()>>,
+        options: FromWire<WireOptions>,
+        dispatch: Function<Actions, ()>,
+        readable: Option<Function<Actions, ()>>,
     ) -> Result<Client> {
         let shown = Arc::new(Shown::default());
         let shown_by_dispatch = shown.clone();
         let tsfn: Dispatch = dispatch
             .build_threadsafe_function::<JsWork>()
             .callee_handled::<false>()
-            .build_callback(move |ctx| Ok(shown_by_dispatch.actions(ctx.value)))?;
+            .build_callback(move |ctx| Ok(Actions(shown_by_dispatch.actions(ctx.value))))?;
         let uv_loop = readable
             .as_ref()
             .and_then(|_| SocketReads::event_loop(&env));
+        let options = options.0 .0;
         let url = options.url.clone();
-        let client = NativeClient::start(
-            core(options, true, true),
-            url,
-            TsfnSink(tsfn),
-            uv_loop.is_some(),
-        )
-        .map_err(|e| Error::from_reason(e.to_string()))?;
+        let core = Protocol::new(Config::for_transport(options, seed(), Transport::OwnSocket));
+        let client = NativeClient::start(core, url, TsfnSink(tsfn), uv_loop.is_some())
+            .map_err(|e| Error::from_reason(e.to_string()))?;
         #[cfg(unix)]
         let reads = match (uv_loop, readable) {
             (Some(uv_loop), Some(readable)) => Some(Rc::new(SocketReads::new(
@@ -169,17 +174,19 @@ impl Client {
             }
             client.shutdown();
         })?;
-        Ok(Client::over(Transport::Native(Native {
-            client,
-            shown,
-            reads,
-        })))
+        Ok(Client {
+            host: Host::Native(Native {
+                client,
+                shown,
+                reads,
+            }),
+        })
     }
 
     /// Reads one frame on the JavaScript thread and returns what it asks of the glue; null when
     /// there is nothing (more) to read here. Takes the socket first if it is on offer.
-    #[napi]
-    pub fn read_socket(&mut self) -> Result<Option<Vec<JsAction>>> {
+    #[napi(ts_return_type = "Array<import('./wire').JsAction> | null")]
+    pub fn read_socket(&mut self) -> Result<Option<Actions>> {
         let Some(Native {
             client,
             shown,
@@ -192,7 +199,7 @@ impl Client {
             reads.poll(socket)?;
         }
         Ok(match client.read_on_js_thread() {
-            JsRead::Taken(work) => Some(shown.actions(work)),
+            JsRead::Taken(work) => Some(Actions(shown.actions(work))),
             JsRead::Nothing => None,
             JsRead::NotReader => {
                 reads.stop();
@@ -204,9 +211,9 @@ impl Client {
 
 impl Client {
     fn native_transport(&self) -> Option<&Native> {
-        match &self.transport {
-            Transport::Native(native) => Some(native),
-            Transport::JsSocket(_) => None,
+        match &self.host {
+            Host::Native(native) => Some(native),
+            Host::ProductSocket(_) => None,
         }
     }
 }

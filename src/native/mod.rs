@@ -27,14 +27,14 @@ mod task;
 #[cfg(test)]
 mod tests;
 
-use crate::wire::{would_block, Ws};
-use ctl_migration_core::close_code::{self, BrokenInput};
+use crate::wire::Ws;
 use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
+use ctl_migration_driver::ws::{self, ping, would_block, Fed, Retire};
 use ctl_migration_runtime::{runtime, RuntimeError};
 use handoff::{Handoff, JsTurn, Reader, Undelivered};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
-use task::{Control, Retire};
+use task::Control;
 use tokio::sync::mpsc;
 use tungstenite::error::Error as WsError;
 use tungstenite::Message;
@@ -378,11 +378,6 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
     }
 }
 
-/// A WebSocket ping carrying `number`, as the core numbers them.
-pub(super) fn ping(number: u64) -> Message {
-    Message::Ping(number.to_be_bytes().to_vec().into())
-}
-
 /// Writes `out` and, when the core asks for it (D13), the ping that will prove the worker read
 /// it, in one write: frames are read in order, so its pong comes only after the report was.
 pub(super) fn write_frame(ws: &mut Ws, out: &Outbound) -> Result<(), WsError> {
@@ -435,43 +430,10 @@ fn feed_read<S>(
     caller: Caller,
 ) -> Read<JsWork> {
     let now = state.now_ms();
-    let core = &mut state.core;
-    let ended = match read {
-        Ok(Message::Text(text)) => {
-            core.on_frame(text.as_str(), now);
-            None
-        }
-        Ok(Message::Binary(bytes)) => {
-            // D12: a binary frame is text in UTF-8, as Buffer's toString reads it.
-            core.on_frame(&String::from_utf8_lossy(&bytes), now);
-            None
-        }
-        Ok(Message::Close(frame)) => {
-            let (code, reason) = match frame {
-                Some(f) => (u16::from(f.code), f.reason.as_str().to_owned()),
-                None => (close_code::NO_STATUS, String::new()),
-            };
-            core.on_closed(code, &reason, now);
-            Some(Retire::Reply)
-        }
-        Ok(Message::Pong(payload)) => {
-            core.on_pong(&payload, now);
-            None
-        }
-        // Pings are answered by tungstenite itself; pings prove life.
-        Ok(_) => {
-            core.on_traffic(now);
-            None
-        }
-        Err(e) if would_block(&e) => return Read::Nothing,
-        Err(e) => {
-            core.on_error(now);
-            // A peer that broke the protocol is told why before the socket goes.
-            Some(match task::broken_input(&e).map(BrokenInput::close) {
-                Some((code, reason)) => Retire::Unreadable(code, reason),
-                None => Retire::Drop,
-            })
-        }
+    let ended = match ws::feed(&mut state.core, read, now) {
+        Fed::Nothing => return Read::Nothing,
+        Fed::Message => None,
+        Fed::Ended(how) => Some(how),
     };
     let ended = ended.and_then(|how| Some((Box::new(state.end_connection()?), how)));
     let work = route(state, caller);

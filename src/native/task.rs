@@ -4,14 +4,12 @@
 //! on the worker (a write the worker does not take, a close handshake) are bounded by the core
 //! through the same timer.
 
-use super::{
-    feed, for_js, lock, ping, read_one, write_frame, Caller, Delivery, JsSink, Read, State,
-};
+use super::{feed, for_js, lock, read_one, write_frame, Caller, Delivery, JsSink, Read, State};
 use crate::native::handoff::Reader;
-use crate::wire::{connect, would_block, ConnectError, Ws};
-use ctl_migration_core::close_code::BrokenInput;
+use crate::wire::{connect, ConnectError, Ws};
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use ctl_migration_core::protocol::{Outbound, Wait};
+use ctl_migration_driver::ws::{close_frame, ping, would_block, Retire};
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
@@ -20,8 +18,6 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tungstenite::error::Error as WsError;
-use tungstenite::protocol::frame::coding::CloseCode;
-use tungstenite::protocol::CloseFrame;
 
 /// Work the connection task does on behalf of the core, in the order the core asked for it.
 pub(super) enum Control {
@@ -39,16 +35,6 @@ pub(super) enum Control {
     Retire(Box<Ws>, Retire),
     /// Look at the core again: it may have finished, or its next deadline moved.
     Wake,
-}
-
-/// How a connection that ended while being read is let go of.
-pub(super) enum Retire {
-    /// The worker closed: flush tungstenite's reply, so it sees a clean close rather than 1006.
-    Reply,
-    /// The worker broke the protocol: tell it why, then drain what it still sends.
-    Unreadable(u16, &'static str),
-    /// The connection itself is gone.
-    Drop,
 }
 
 /// The task's one timer, set to the core's next deadline.
@@ -410,16 +396,6 @@ async fn write<S: JsSink>(
     bounded(state, timer, Wait::Write, io).await
 }
 
-/// What a read error says of the worker's input; None when the connection itself is gone.
-pub(super) fn broken_input(error: &WsError) -> Option<BrokenInput> {
-    match error {
-        WsError::Capacity(_) => Some(BrokenInput::OverCap),
-        WsError::Protocol(_) => Some(BrokenInput::Framing),
-        WsError::Utf8(_) => Some(BrokenInput::NotUtf8),
-        _ => None,
-    }
-}
-
 /// D11: a frame that could not be written ends the connection it was for, if that is still the
 /// current one; the core decides what becomes of the frame.
 fn send_failed<S: JsSink>(
@@ -479,13 +455,6 @@ async fn wait_io(
         }
     })
     .await
-}
-
-fn close_frame(code: u16, reason: &'static str) -> CloseFrame {
-    CloseFrame {
-        code: CloseCode::from(code),
-        reason: reason.into(),
-    }
 }
 
 /// The product's close: sends the close frame and waits for the worker's reply, so it sees the
@@ -554,36 +523,7 @@ mod tests {
         connected_js_reading, next_text, runtime, OrFail, Outcome, Recorder,
     };
     use crate::native::{route, Caller};
-    use tungstenite::error::{CapacityError, ProtocolError};
     use tungstenite::Message;
-
-    #[test]
-    fn a_frame_over_the_cap_is_broken_input_over_the_cap() {
-        let error = WsError::Capacity(CapacityError::MessageTooLong {
-            size: MAX_FRAME_BYTES + 1,
-            max_size: MAX_FRAME_BYTES,
-        });
-        assert_eq!(broken_input(&error), Some(BrokenInput::OverCap));
-    }
-
-    #[test]
-    fn broken_framing_is_broken_input() {
-        let error = WsError::Protocol(ProtocolError::UnmaskedFrameFromClient);
-        assert_eq!(broken_input(&error), Some(BrokenInput::Framing));
-    }
-
-    #[test]
-    fn text_that_is_not_utf8_is_broken_input() {
-        let error = WsError::Utf8("bad".into());
-        assert_eq!(broken_input(&error), Some(BrokenInput::NotUtf8));
-    }
-
-    #[test]
-    fn a_connection_that_is_gone_gets_no_close_frame() {
-        let error = WsError::Io(std::io::ErrorKind::BrokenPipe.into());
-        assert_eq!(broken_input(&error), None);
-        assert_eq!(broken_input(&WsError::ConnectionClosed), None);
-    }
 
     #[test]
     fn a_write_for_an_ended_connection_is_never_made() -> Outcome {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::wire::connect;
+use ctl_migration_core::close_code;
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use ctl_migration_core::protocol::{Call, Config, Confirmation, Options};
 use std::net::TcpListener;

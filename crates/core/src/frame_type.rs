@@ -10,33 +10,8 @@ use std::fmt;
 /// braces, its fields (read and written as [`WorkerFields`](crate::frames::WorkerFields) names
 /// them), then, after `=>`, the handler it leads to on the product's handlers object:
 /// [`WorkerFrame`], [`HandlerKind`], its name there and the frame it answers come from the same
-/// line, and [`with_handlers!`](crate::with_handlers) hands the list to a binding's own enum.
+/// line.
 macro_rules! frame_types {
-    // The crate's own table, which also gives the bindings `with_handlers!`; a test's table
-    // declares its types alone.
-    (export; $($table:tt)+) => {
-        frame_types! { $($table)+ }
-        frame_types! { @with_handlers $($table)+ }
-    };
-    (@with_handlers $($(#[$doc:meta])* $variant:ident = $wire:literal
-        $(to $to:ident { $($field:ident),+ } => $handler:ident = $name:tt)?,)+) => {
-        /// Calls `$callback! { Variant = "onName", … }` with every handler, for a binding that
-        /// must declare its own enum of them (napi's `string_enum` wants literal names).
-        #[macro_export]
-        macro_rules! with_handlers {
-            ($callback:ident) => {
-                $callback! { $($($handler = $name,)?)+ }
-            };
-        }
-
-        /// Calls `$callback! { Variant = "wire-name", … }` with every frame type, likewise.
-        #[macro_export]
-        macro_rules! with_frame_types {
-            ($callback:ident) => {
-                $callback! { $($variant = $wire,)+ }
-            };
-        }
-    };
     (@worker_frames $($variant:ident to $to:ident { $($field:ident),+ } => $handler:ident,)+) => {
         /// What the worker sends a job, each frame with the fields its line in the table names.
         #[derive(Debug, Clone, PartialEq)]
@@ -192,7 +167,6 @@ pub enum Addressee {
 }
 
 frame_types! {
-    export;
     /// Job → worker: the first frame, with the token.
     Hello = "hello",
     /// Job → worker: the source's answer to `get-state`.

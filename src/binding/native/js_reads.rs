@@ -3,9 +3,10 @@
 //! glue's `readable` as a top-level callback. Unix only (libuv's poll takes a socket there).
 
 use super::{Shown, TsfnSink};
-use crate::binding::actions::JsAction;
+use crate::binding::actions::Actions;
 use crate::native::{JsRead, NativeClient};
 use crate::uv;
+use ctl_migration_driver::Output;
 use napi::bindgen_prelude::*;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ pub struct SocketReads {
 
 struct ReadTarget {
     env: napi::sys::napi_env,
-    readable: FunctionRef<Vec<JsAction>, ()>,
+    readable: FunctionRef<Actions, ()>,
     async_context: napi::sys::napi_async_context,
     client: NativeClient<TsfnSink>,
     shown: Arc<Shown>,
@@ -42,7 +43,7 @@ impl SocketReads {
     pub fn new(
         env: &Env,
         uv_loop: *mut std::ffi::c_void,
-        readable: Function<Vec<JsAction>, ()>,
+        readable: Function<Actions, ()>,
         client: NativeClient<TsfnSink>,
         shown: Arc<Shown>,
     ) -> Result<SocketReads> {
@@ -137,7 +138,7 @@ unsafe extern "C" fn on_readable(handle: *mut std::ffi::c_void, status: i32, _ev
     }
 }
 
-unsafe fn call_readable(target: &ReadTarget, actions: Vec<JsAction>) {
+unsafe fn call_readable(target: &ReadTarget, actions: Vec<Output>) {
     use napi::sys;
     let env = target.env;
     let mut scope = std::ptr::null_mut();
@@ -146,7 +147,7 @@ unsafe fn call_readable(target: &ReadTarget, actions: Vec<JsAction>) {
     }
     let js_env = Env::from_raw(env);
     let readable = target.readable.borrow_back(&js_env);
-    let argument = ToNapiValue::to_napi_value(env, actions);
+    let argument = ToNapiValue::to_napi_value(env, Actions(actions));
     if let (Ok(readable), Ok(argument)) = (readable, argument) {
         let mut receiver = std::ptr::null_mut();
         let mut result = std::ptr::null_mut();

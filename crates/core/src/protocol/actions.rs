@@ -4,25 +4,6 @@
 pub use crate::error::TooLarge;
 pub use crate::frame_type::HandlerKind;
 use crate::frames::{JobFrame, MAX_FRAME_BYTES};
-use serde::{Serialize, Serializer};
-
-/// Each serialises as its string, the one its method here gives: the glue reads the actions as
-/// JSON on the WebAssembly build.
-macro_rules! serialize_as_str {
-    ($($ty:ty => $as_str:ident,)+) => {$(
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.$as_str())
-            }
-        }
-    )+};
-}
-
-serialize_as_str! {
-    Role => as_str,
-    Direction => as_str,
-    HandlerKind => name,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -41,19 +22,14 @@ impl Role {
 
 /// A handler the transport is asked to call on the product's handlers object, with what it is
 /// called with: the frame's `payload` (JSON text), the abort's `reason`, or the `role` the
-/// hello-ack gave (D1), then the migration. Serialised as the glue's `Call` action has it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// hello-ack gave (D1), then the migration.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Call {
     pub handler: HandlerKind,
     /// Absent only for `onConnected` of a source before any migration.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub migration_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
 }
 
@@ -137,10 +113,8 @@ impl Direction {
 }
 
 /// What became of a report (`target-ready`, `source-stopped-output`, `target-applied`, `abort`)
-/// or of an answer to the propose (`state`, `state-refused`). Serialised as the `outcome` field,
-/// with a `reason` for `dropped`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "lowercase")]
+/// or of an answer to the propose (`state`, `state-refused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportOutcome {
     /// Handed to the socket.
     Sent,
@@ -168,10 +142,8 @@ impl ReportOutcome {
 }
 
 /// Something an observer may want to know, queued only for the kinds [`Observed`] asks for.
-/// It never carries a frame's content, so never the token. Serialised as the glue's action for
-/// it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all_fields = "camelCase")]
+/// It never carries a frame's content, so never the token.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Note {
     /// For `ctl-migration:connection`.
     Connection { note: ConnectionNote },
@@ -179,29 +151,19 @@ pub enum Note {
     /// inbound frame names, and for an outbound one the client's migration as it was sent.
     Frame {
         direction: Direction,
-        #[serde(rename = "frameType")]
         type_name: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
         bytes: usize,
     },
     Report {
-        #[serde(rename = "reportType")]
         type_name: &'static str,
-        #[serde(flatten)]
         outcome: ReportOutcome,
-        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
     },
 }
 
 /// What a [`Note::Connection`] tells of the connection, by its `event`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(
-    tag = "event",
-    rename_all = "lowercase",
-    rename_all_fields = "camelCase"
-)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ConnectionNote {
     /// Connect attempt number `attempt` (counted from 1 over the client's life) begins.
     Connecting { attempt: u32 },
@@ -209,7 +171,6 @@ pub enum ConnectionNote {
     Connected {
         attempt: u32,
         role: Role,
-        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
     },
     /// Attempt `attempt`'s socket ended: with the worker's close `code` and `reason`, or without
@@ -217,12 +178,9 @@ pub enum ConnectionNote {
     /// none when there will be none.
     Disconnected {
         attempt: u32,
-        #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<u16>,
         reason: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
         retry_in_ms: Option<f64>,
-        #[serde(skip_serializing_if = "Option::is_none")]
         migration_id: Option<String>,
     },
     /// `close()`: nothing more will be sent or tried.
@@ -248,29 +206,44 @@ pub enum Action {
     Note(Note),
 }
 
-/// How the product's `onGetState` ended, as the transport saw it.
+/// How a handler the glue called ended: the one type for it from the glue to the core, on every
+/// build. `onGetState` ends in any of these but `Done`; the others in `Done`, `Missing` or
+/// `Threw`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum StateOutcome {
-    /// No `onGetState` on the handlers object.
+pub enum Settled {
+    /// The handlers object has no such handler; the core decides what that means.
     Missing,
-    /// It returned (or resolved to) this JSON text.
-    Value(String),
-    /// It returned a value `JSON.stringify` refused (D3); the text says why.
-    NotJson(String),
-    /// It returned a `stateRefusal(reason)`.
-    Refused(String),
-    /// It threw; `None` when the thrown value could not be printed (D3).
+    /// It returned (or its promise resolved).
+    Done,
+    /// It threw or rejected: `String(thrown)`, none when even that threw (D3).
     Threw(Option<String>),
+    /// `onGetState` returned (or resolved to) this JSON text.
+    Value(String),
+    /// `onGetState` returned a value `JSON.stringify` refused (D3); the text says why.
+    NotJson(String),
+    /// `onGetState` returned a `stateRefusal(reason)`.
+    Refused(String),
 }
 
-/// How any other handler ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HandlerOutcome {
-    /// Not registered. Only `onInitialState` being absent is worth a log line.
-    Missing,
-    Done,
-    Threw(String),
+/// An ending a handler cannot have, which the glue never reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettleError {
+    /// `onGetState` ended without answering.
+    StateUnanswered,
+    /// A handler other than `onGetState` answered with a state.
+    StateFromAnotherHandler,
 }
+
+impl std::fmt::Display for SettleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SettleError::StateUnanswered => "onGetState ends with an answer",
+            SettleError::StateFromAnotherHandler => "only onGetState answers with a state",
+        })
+    }
+}
+
+impl std::error::Error for SettleError {}
 
 pub(super) fn outbound(frame: &JobFrame) -> Outbound {
     encode(frame, frame.to_text())

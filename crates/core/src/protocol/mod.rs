@@ -27,50 +27,29 @@ use crate::close_code;
 use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
 use std::collections::VecDeque;
 
-/// Declares [`Options`] once, for the core and for the Node-API binding, whose `#[napi(object)]`
-/// must be declared in its own crate: [`with_options!`](crate::with_options) hands it the list.
-macro_rules! options {
-    ($($(#[doc = $doc:tt])* $field:ident: $ty:ident,)+) => {
-        /// What the product gave `connectMigration`, resolved to values by the glue: the same on
-        /// both builds (the WebAssembly build reads it as JSON, camelCase, as JavaScript has it).
-        #[derive(Debug, Clone, serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        pub struct Options {
-            $($(#[doc = $doc])* pub $field: $ty,)+
-        }
-
-        /// Calls `$callback! { field: Type, … }` with every field of [`Options`], for a binding
-        /// that must declare its own struct of them (napi's `object`; without the docs, which
-        /// napi would print as the raw strings macros pass them as).
-        #[macro_export]
-        macro_rules! with_options {
-            ($callback:ident) => {
-                $callback! { $($field: $ty,)+ }
-            };
-        }
-    };
-}
-
-options! {
+/// What the product gave `connectMigration`, resolved to values by the glue: the same on every
+/// build and transport.
+#[derive(Debug, Clone)]
+pub struct Options {
     /// The worker's URL; only ever logged (the token travels in the hello, never in the URL).
-    url: String,
-    token: String,
+    pub url: String,
+    pub token: String,
     /// How the product is named in a refusal the client makes for it.
-    name: String,
-    reconnect_min_ms: f64,
-    reconnect_max_ms: f64,
+    pub name: String,
+    pub reconnect_min_ms: f64,
+    pub reconnect_max_ms: f64,
     /// Each reconnect delay is drawn uniformly from [d·(1 − jitter), d]; 0 keeps the
     /// reference's exact schedule.
-    reconnect_jitter: f64,
+    pub reconnect_jitter: f64,
     /// Ping the worker this often while a socket is open, and declare a socket dead that has
     /// carried nothing (no frame, no pong) for twice as long; 0 disables. Only on a socket the
     /// client owns (the native transport's, the WebAssembly build's own): a WHATWG socket
     /// cannot ping.
-    heartbeat_ms: f64,
+    pub heartbeat_ms: f64,
     /// A connect attempt (TCP, upgrade, hello-ack) that takes longer than this has failed;
     /// 0 disables. Only on a socket the client owns: a WHATWG socket connects as it will, as
     /// with the JavaScript client.
-    connect_timeout_ms: f64,
+    pub connect_timeout_ms: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -103,27 +82,31 @@ pub enum Confirmation {
     PingPerBurst,
 }
 
+/// Whose socket a client runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// One the client owns (the native transport's, the WebAssembly build's own WebSocket): the
+    /// heartbeat, the connect timeout, and D13 by a ping per burst.
+    OwnSocket,
+    /// The product's `opts.WebSocket`, which connects as it will and has no heartbeat; D13 by a
+    /// ping after each report when its class `pings` (`ping()`, as `ws`'s), else by the write.
+    ProductSocket { pings: bool },
+}
+
 impl Config {
-    /// The configuration for a transport: `owns_socket` (the native one, or the WebAssembly
-    /// build's own WebSocket) keeps the heartbeat and the connect timeout, which a WHATWG socket
-    /// cannot have, and pings per burst; another socket whose class `pings` pings after each
-    /// report.
-    pub fn for_transport(
-        mut options: Options,
-        seed: u64,
-        owns_socket: bool,
-        pings: bool,
-    ) -> Config {
-        if !owns_socket {
-            options.heartbeat_ms = 0.0;
-            options.connect_timeout_ms = 0.0;
-        }
-        let confirmation = if owns_socket {
-            Confirmation::PingPerBurst
-        } else if pings {
-            Confirmation::PingEach
-        } else {
-            Confirmation::Written
+    /// The configuration for a client on `transport`.
+    pub fn for_transport(mut options: Options, seed: u64, transport: Transport) -> Config {
+        let confirmation = match transport {
+            Transport::OwnSocket => Confirmation::PingPerBurst,
+            Transport::ProductSocket { pings } => {
+                options.heartbeat_ms = 0.0;
+                options.connect_timeout_ms = 0.0;
+                if pings {
+                    Confirmation::PingEach
+                } else {
+                    Confirmation::Written
+                }
+            }
         };
         Config {
             options,

@@ -2,8 +2,8 @@
 //! answer to the worker's propose).
 
 use super::{
-    refusal, sized, Call, HandlerKind, HandlerOutcome, Outbound, Protocol, ReportOutcome, Role,
-    StateOutcome, StateRequest, TooLarge,
+    refusal, sized, Call, HandlerKind, Outbound, Protocol, ReportOutcome, Role, SettleError,
+    Settled, StateRequest, TooLarge,
 };
 use crate::frame_type::FrameType;
 use crate::frames::{AppliedSummary, JobFrame, MAX_FRAME_BYTES};
@@ -11,10 +11,34 @@ use crate::frames::{AppliedSummary, JobFrame, MAX_FRAME_BYTES};
 impl Protocol {
     // ── handler results ──────────────────────────────────────────────────
 
+    /// The call to `handler` for `migration_id` (the one its [`Call`] named) ended; an error for
+    /// an ending that handler cannot have.
+    pub fn on_settled(
+        &mut self,
+        handler: HandlerKind,
+        migration_id: &str,
+        settled: Settled,
+    ) -> Result<(), SettleError> {
+        match (handler, settled) {
+            (HandlerKind::GetState, Settled::Done) => Err(SettleError::StateUnanswered),
+            (HandlerKind::GetState, settled) => {
+                self.on_state_settled(migration_id, settled);
+                Ok(())
+            }
+            (_, Settled::Value(_) | Settled::NotJson(_) | Settled::Refused(_)) => {
+                Err(SettleError::StateFromAnotherHandler)
+            }
+            (handler, settled) => {
+                self.on_handler_settled(handler, migration_id, settled);
+                Ok(())
+            }
+        }
+    }
+
     /// `onGetState` for `migration_id` ended.
-    pub fn on_state_settled(&mut self, migration_id: &str, outcome: StateOutcome) {
+    pub(super) fn on_state_settled(&mut self, migration_id: &str, outcome: Settled) {
         match outcome {
-            StateOutcome::Missing => {
+            Settled::Missing => {
                 let reason = format!(
                     "{} registered no onGetState handler (connectMigration without onGetState); it cannot hand over",
                     self.cfg.options.name
@@ -22,7 +46,7 @@ impl Protocol {
                 self.log(format!("get-state for {migration_id}: {reason}; refusing"));
                 self.answer_state(refusal(reason));
             }
-            StateOutcome::Threw(text) => {
+            Settled::Threw(text) => {
                 let reason = match text {
                     Some(text) => {
                         self.log(format!(
@@ -45,13 +69,13 @@ impl Protocol {
                     _ => return,
                 }
                 let out = match answer {
-                    StateOutcome::Refused(reason) => refusal(reason),
-                    StateOutcome::NotJson(why) => {
+                    Settled::Refused(reason) => refusal(reason),
+                    Settled::NotJson(why) => {
                         let reason = format!("onGetState returned a state that is not JSON: {why}");
                         self.log(format!("get-state for {migration_id}: {reason}; refusing"));
                         refusal(reason)
                     }
-                    StateOutcome::Value(payload) => match sized(&JobFrame::State { payload }) {
+                    Settled::Value(payload) => match sized(&JobFrame::State { payload }) {
                         Ok(out) => out,
                         Err(TooLarge { bytes }) => {
                             let reason = format!(
@@ -61,27 +85,29 @@ impl Protocol {
                             refusal(reason)
                         }
                     },
-                    StateOutcome::Missing | StateOutcome::Threw(_) => return,
+                    Settled::Missing | Settled::Threw(_) | Settled::Done => return,
                 };
                 self.answer_state(out);
             }
         }
     }
 
-    /// Any handler but `onGetState` ended.
-    pub fn on_handler_settled(
+    /// Any handler but `onGetState` ended. A missing one is nothing but for `onInitialState`:
+    /// the source's state is lost, which is worth a log line.
+    pub(super) fn on_handler_settled(
         &mut self,
         handler: HandlerKind,
         migration_id: &str,
-        outcome: HandlerOutcome,
+        outcome: Settled,
     ) {
         match (handler, outcome) {
-            (HandlerKind::InitialState, HandlerOutcome::Missing) => {
+            (HandlerKind::InitialState, Settled::Missing) => {
                 self.log(format!(
                     "initial-state for {migration_id} arrived but no onInitialState handler is registered; the source's state is dropped"
                 ));
             }
-            (_, HandlerOutcome::Threw(text)) => {
+            (_, Settled::Threw(text)) => {
+                let text = text.as_deref().unwrap_or("a value that cannot be printed");
                 self.log(format!(
                     "handler for '{}' threw: {text}",
                     handler.frame_type()

@@ -120,30 +120,30 @@ fn the_ack_sets_role_and_migration() {
 
 #[test]
 fn every_propose_is_answered_exactly_once() {
-    let value = |p: &mut Protocol| p.on_state_settled("m", StateOutcome::Value("{\"a\":1}".into()));
-    let cases: Vec<(StateOutcome, &str)> = vec![
+    let value = |p: &mut Protocol| p.on_state_settled("m", Settled::Value("{\"a\":1}".into()));
+    let cases: Vec<(Settled, &str)> = vec![
         (
-            StateOutcome::Value("null".into()),
+            Settled::Value("null".into()),
             r#"{"type":"state","payload":null}"#,
         ),
         (
-            StateOutcome::Refused("busy".into()),
+            Settled::Refused("busy".into()),
             r#"{"type":"state-refused","reason":"busy"}"#,
         ),
         (
-            StateOutcome::Threw(Some("Error: x".into())),
+            Settled::Threw(Some("Error: x".into())),
             r#"{"type":"state-refused","reason":"onGetState threw: Error: x"}"#,
         ),
         (
-            StateOutcome::Threw(None),
+            Settled::Threw(None),
             r#"{"type":"state-refused","reason":"onGetState threw a value that cannot be printed"}"#,
         ),
         (
-            StateOutcome::Missing,
+            Settled::Missing,
             r#"{"type":"state-refused","reason":"demo registered no onGetState handler (connectMigration without onGetState); it cannot hand over"}"#,
         ),
         (
-            StateOutcome::NotJson("TypeError: BigInt".into()),
+            Settled::NotJson("TypeError: BigInt".into()),
             r#"{"type":"state-refused","reason":"onGetState returned a state that is not JSON: TypeError: BigInt"}"#,
         ),
     ];
@@ -185,7 +185,7 @@ fn an_answer_from_inside_the_handler_wins_over_its_return_value() {
         sent(&take(&mut p)),
         vec![r#"{"type":"state-refused","reason":"not now"}"#]
     );
-    p.on_state_settled("m", StateOutcome::Value("{}".into()));
+    p.on_state_settled("m", Settled::Value("{}".into()));
     assert!(take(&mut p).is_empty());
     assert_eq!(
         p.migration_id(),
@@ -207,16 +207,16 @@ fn answers_out_of_window_are_dropped() {
         logs(&actions),
         vec!["get-state for b while a is unanswered; superseded"]
     );
-    p.on_state_settled("a", StateOutcome::Value("1".into()));
+    p.on_state_settled("a", Settled::Value("1".into()));
     assert!(sent(&take(&mut p)).is_empty());
-    p.on_state_settled("b", StateOutcome::Value("2".into()));
+    p.on_state_settled("b", Settled::Value("2".into()));
     assert_eq!(sent(&take(&mut p)), vec![r#"{"type":"state","payload":2}"#]);
 
     // An abort ends an unanswered propose.
     p.on_frame(r#"{"type":"get-state","migrationId":"c"}"#, 0.0);
     p.on_frame(r#"{"type":"abort","migrationId":"c","reason":"r"}"#, 0.0);
     take(&mut p);
-    p.on_state_settled("c", StateOutcome::Value("3".into()));
+    p.on_state_settled("c", Settled::Value("3".into()));
     assert!(sent(&take(&mut p)).is_empty());
 }
 
@@ -226,7 +226,7 @@ fn an_answer_while_disconnected_is_dropped_never_held() {
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 0.0);
     p.on_closed(1006, "", 0.0);
     take(&mut p);
-    p.on_state_settled("m", StateOutcome::Value("1".into()));
+    p.on_state_settled("m", Settled::Value("1".into()));
     assert!(take(&mut p).is_empty(), "the drop ended the propose");
     assert!(!p.has_held_report());
 }
@@ -365,7 +365,7 @@ fn oversized_frames_are_never_sent() {
     assert!(take(&mut p).is_empty());
     p.on_frame(r#"{"type":"get-state","migrationId":"m"}"#, 0.0);
     take(&mut p);
-    p.on_state_settled("m", StateOutcome::Value(big));
+    p.on_state_settled("m", Settled::Value(big));
     let out = sent(&take(&mut p));
     assert_eq!(out.len(), 1);
     let want = format!(
@@ -412,9 +412,9 @@ fn migration_id_follows_the_frames() {
         0.0,
     );
     assert_eq!(p.migration_id(), Some("m1"));
-    p.on_handler_settled(HandlerKind::Abort, "other", HandlerOutcome::Done);
+    p.on_handler_settled(HandlerKind::Abort, "other", Settled::Done);
     assert_eq!(p.migration_id(), Some("m1"));
-    p.on_handler_settled(HandlerKind::Abort, "m1", HandlerOutcome::Done);
+    p.on_handler_settled(HandlerKind::Abort, "m1", Settled::Done);
     assert_eq!(p.migration_id(), None);
 
     let mut p = connected(Some("t1"));
@@ -696,7 +696,7 @@ fn frames_are_noted_both_ways_with_their_migration_and_size_never_their_content(
     p.on_frame(ack, 0.0);
     let get_state = r#"{"type":"get-state","migrationId":"m"}"#;
     p.on_frame(get_state, 0.0);
-    p.on_state_settled("m", StateOutcome::Value("7".into()));
+    p.on_state_settled("m", Settled::Value("7".into()));
     let actions = take(&mut p);
     let frames: Vec<Note> = notes(&actions)
         .into_iter()

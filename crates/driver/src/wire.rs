@@ -1,18 +1,15 @@
-//! The WebAssembly build's own WebSocket: tungstenite's protocol (the handshake, framing, masks,
-//! the 64 KiB cap, UTF-8 and protocol checks, ping replies, the close handshake) over in-memory
-//! buffers, the bytes going in and out through the glue's `node:net` / `node:tls` socket. The same
-//! WebSocket as the native client's (src/wire.rs), so the same heartbeat and D13 confirmation by
-//! ping: the core's rules, carried out here.
+//! The WebSocket over buffers: tungstenite's protocol (the handshake, framing, masks, the 64 KiB
+//! cap, UTF-8 and protocol checks, ping replies, the close handshake) over in-memory buffers, the
+//! bytes going in and out through a host's byte stream (the WebAssembly build's `node:net` /
+//! `node:tls` socket). The same WebSocket as the native client's, so the same heartbeat and D13
+//! confirmation by ping.
 
-use ctl_migration_core::close_code::BrokenInput;
-use ctl_migration_core::frames::MAX_FRAME_BYTES;
+use crate::ws::{close_frame, ping, socket_config, would_block};
 use std::io::{self, Read, Write};
 use tungstenite::client::client_with_config;
 use tungstenite::error::Error as WsError;
 use tungstenite::handshake::client::ClientHandshake;
 use tungstenite::handshake::{HandshakeError, MidHandshake};
-use tungstenite::protocol::frame::coding::CloseCode;
-use tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
 /// Why a frame could not be written: no open connection, or tungstenite's reason.
@@ -42,9 +39,9 @@ impl From<WsError> for SendError {
 /// The socket's bytes: what arrived and is not read yet, and what is to be written.
 #[derive(Default)]
 pub struct Pipe {
-    input: Vec<u8>,
+    pub(crate) input: Vec<u8>,
     read_at: usize,
-    output: Vec<u8>,
+    pub(crate) output: Vec<u8>,
 }
 
 impl Read for Pipe {
@@ -76,14 +73,6 @@ impl Write for Pipe {
     }
 }
 
-/// Inbound frames over the cap are refused from their header, never buffered, as natively.
-fn socket_config() -> WebSocketConfig {
-    WebSocketConfig::default()
-        .max_message_size(Some(MAX_FRAME_BYTES))
-        .max_frame_size(Some(MAX_FRAME_BYTES))
-        .read_buffer_size(16 * 1024)
-}
-
 /// What one read of the connection came to.
 pub enum Incoming {
     /// Nothing complete has arrived.
@@ -92,10 +81,9 @@ pub enum Incoming {
     Opened,
     /// The upgrade failed, as this says.
     Refused(String),
-    Message(Message),
-    /// The connection cannot go on (a frame over the cap, a broken frame, text that is not
-    /// UTF-8: the worker was told with the close code it deserves).
-    Broken,
+    /// What a read of the open socket gave, for [`crate::ws::feed`]: a message, or why the
+    /// connection cannot go on.
+    Read(Result<Message, WsError>),
 }
 
 enum Link {
@@ -186,36 +174,30 @@ impl Wire {
                     Some(read) => read,
                     None => ws.read(),
                 };
-                let result = match read {
-                    Ok(message) => {
-                        // A ping's pong, queued by tungstenite, goes out with the next write.
+                match &read {
+                    Err(e) if would_block(e) => {
+                        self.link = Some(Link::Open(ws));
+                        return Incoming::Nothing;
+                    }
+                    // The connection is over; the driver closes it as the error deserves.
+                    Err(_) => {
+                        self.link = Some(Link::Open(ws));
+                        return Incoming::Read(read);
+                    }
+                    // A ping's pong, queued by tungstenite, goes out with the next write.
+                    Ok(_) => {
                         let _ = ws.flush();
-                        Incoming::Message(message)
                     }
-                    Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {
-                        Incoming::Nothing
-                    }
-                    Err(e) => {
-                        if let Some((code, reason)) = broken_input(&e).map(BrokenInput::close) {
-                            // The worker is told why before the socket goes.
-                            let _ = ws.close(Some(close_frame(code, reason)));
-                            let _ = ws.flush();
-                        }
-                        self.retire(&mut ws);
-                        return Incoming::Broken;
-                    }
-                };
-                if matches!(result, Incoming::Message(_)) {
-                    match ws.read() {
-                        Err(WsError::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => {}
-                        ahead => {
-                            self.ahead = Some(ahead);
-                            self.more = true;
-                        }
+                }
+                match ws.read() {
+                    Err(e) if would_block(&e) => {}
+                    ahead => {
+                        self.ahead = Some(ahead);
+                        self.more = true;
                     }
                 }
                 self.link = Some(Link::Open(ws));
-                result
+                Incoming::Read(read)
             }
         }
     }
@@ -236,7 +218,8 @@ impl Wire {
         Ok(self.open()?.send(ping(number))?)
     }
 
-    /// The product's close: the close frame goes out, and the link ends.
+    /// Closes with `code` (the product's close, or input the worker broke): the close frame goes
+    /// out, and the link ends.
     pub fn close(&mut self, code: u16, reason: &'static str) {
         if let Some(Link::Open(mut ws)) = self.link.take() {
             let _ = ws.close(Some(close_frame(code, reason)));
@@ -260,28 +243,5 @@ impl Wire {
             Some(Link::Open(ws)) => Ok(ws),
             _ => Err(SendError::NotOpen),
         }
-    }
-}
-
-/// A WebSocket ping carrying `number`, as the core numbers them.
-fn ping(number: u64) -> Message {
-    Message::Ping(number.to_be_bytes().to_vec().into())
-}
-
-fn close_frame(code: u16, reason: &'static str) -> CloseFrame {
-    CloseFrame {
-        code: CloseCode::from(code),
-        reason: reason.into(),
-    }
-}
-
-/// What a read error says of the worker's input, as natively; None when the connection itself
-/// is gone.
-fn broken_input(error: &WsError) -> Option<BrokenInput> {
-    match error {
-        WsError::Capacity(_) => Some(BrokenInput::OverCap),
-        WsError::Protocol(_) => Some(BrokenInput::Framing),
-        WsError::Utf8(_) => Some(BrokenInput::NotUtf8),
-        _ => None,
     }
 }
