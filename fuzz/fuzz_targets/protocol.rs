@@ -33,8 +33,8 @@ use ctl_migration_core::frames::{
     parse_worker_frame, AppliedSummary, FailedPart, JobFrame, WorkerFrame,
 };
 use ctl_migration_core::protocol::{
-    Action, Config, Confirmation, Deadline, HandlerKind, HandlerOutcome, Options, Outbound,
-    Protocol, StateOutcome, TooLarge,
+    Action, Config, Confirmation, Deadline, HandlerKind, Options, Outbound, Protocol, Settled,
+    TooLarge,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::VecDeque;
@@ -665,13 +665,14 @@ impl Harness {
             }
             Event::StateSettled(id, settle) => {
                 let outcome = match settle {
-                    Settle::Missing => StateOutcome::Missing,
-                    Settle::Value(p) => StateOutcome::Value(p.json()),
-                    Settle::NotJson(s) => StateOutcome::NotJson(s),
-                    Settle::Refused(s) => StateOutcome::Refused(s),
-                    Settle::Threw(s) => StateOutcome::Threw(s),
+                    Settle::Missing => Settled::Missing,
+                    Settle::Value(p) => Settled::Value(p.json()),
+                    Settle::NotJson(s) => Settled::NotJson(s),
+                    Settle::Refused(s) => Settled::Refused(s),
+                    Settle::Threw(s) => Settled::Threw(s),
                 };
-                self.core.on_state_settled(id.get(), outcome);
+                let settled = self.core.on_settled(HandlerKind::GetState, id.get(), outcome);
+                assert!(settled.is_ok(), "onGetState ended as it can");
                 let sends = self.actions();
                 assert!(sends.len() <= 1, "one settle sent {} frames", sends.len());
             }
@@ -684,11 +685,12 @@ impl Harness {
                     Kind::Connected => HandlerKind::Connected,
                 };
                 let outcome = if threw {
-                    HandlerOutcome::Threw("e".into())
+                    Settled::Threw(Some("e".into()))
                 } else {
-                    HandlerOutcome::Done
+                    Settled::Done
                 };
-                self.core.on_handler_settled(kind, id.get(), outcome);
+                let settled = self.core.on_settled(kind, id.get(), outcome);
+                assert!(settled.is_ok(), "a handler ended as it can");
                 assert!(self.actions().is_empty(), "a settled handler sent a frame");
             }
             Event::ReportState(p) => {
