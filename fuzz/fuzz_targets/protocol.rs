@@ -286,36 +286,36 @@ impl Harness {
                     self.m.pending_open = true;
                 }
                 Action::Send(out) => {
-                    assert!(!self.m.closed, "sent {} after close()", out.type_name);
+                    assert!(!self.m.closed, "sent {} after close()", out.frame_type);
                     let sock = self
                         .m
                         .sock
                         .as_mut()
-                        .unwrap_or_else(|| panic!("sent {} with no socket", out.type_name));
-                    match out.type_name {
+                        .unwrap_or_else(|| panic!("sent {} with no socket", out.frame_type));
+                    match out.frame_type.as_str() {
                         "hello" => {
                             assert!(!sock.hello_sent, "a second hello on one socket");
                             sock.hello_sent = true;
                         }
                         "state" | "state-refused" => {
-                            assert!(sock.acked, "{} before the ack", out.type_name);
+                            assert!(sock.acked, "{} before the ack", out.frame_type);
                             // Judged by what the core has heard: an answer that crosses the
                             // worker's own abort on the wire is the worker's race, not the core's.
                             assert!(
                                 sock.in_flight.take().is_some(),
                                 "'{}' with no get-state in flight (a second answer, or none asked): {}",
-                                out.type_name,
+                                out.frame_type,
                                 out.text
                             );
                         }
                         _ => {
-                            assert!(out.is_report, "unknown frame {}", out.type_name);
-                            assert!(sock.acked, "report {} before the ack", out.type_name);
+                            assert!(out.is_report(), "unknown frame {}", out.frame_type);
+                            assert!(sock.acked, "report {} before the ack", out.frame_type);
                             let ping = out.ping_after;
                             assert!(
                                 ping.is_some() || self.in_bursts,
                                 "report {} with no ping",
-                                out.type_name
+                                out.frame_type
                             );
                             if let Some(ping) = ping {
                                 assert!(ping > self.m.last_ping, "ping {ping} not numbered up");
@@ -325,8 +325,8 @@ impl Harness {
                             self.m.unconfirmed = Some((out.text.clone(), ping));
                         }
                     }
-                    if !out.is_report {
-                        assert_eq!(out.ping_after, None, "a ping after {}", out.type_name);
+                    if !out.is_report() {
+                        assert_eq!(out.ping_after, None, "a ping after {}", out.frame_type);
                     }
                     assert!(out.text.len() <= 64 * 1024, "a frame over the cap");
                     self.m.queue.push_back((out.clone(), sock.id));
@@ -434,7 +434,7 @@ impl Harness {
                 break;
             }
             self.m.queue.pop_front();
-            if out.is_report
+            if out.is_report()
                 && self.m.held.is_none()
                 && self.m.unconfirmed.is_none()
                 && !self.m.closed
@@ -464,7 +464,7 @@ impl Harness {
                     );
                 }
             }
-            [out] => assert!(out.is_report),
+            [out] => assert!(out.is_report()),
             more => panic!("one report sent {} frames", more.len()),
         }
     }
@@ -494,7 +494,10 @@ impl Harness {
                 self.core.on_open(self.m.now);
                 let sends = self.actions();
                 assert_eq!(
-                    sends.iter().map(|s| s.type_name).collect::<Vec<_>>(),
+                    sends
+                        .iter()
+                        .map(|s| s.frame_type.as_str())
+                        .collect::<Vec<_>>(),
                     ["hello"],
                     "the hello, alone, when the socket opens"
                 );
@@ -641,7 +644,7 @@ impl Harness {
                     return;
                 };
                 self.end_socket();
-                if out.is_report
+                if out.is_report()
                     && self.m.held.is_none()
                     && self.m.unconfirmed.is_none()
                     && !self.m.closed
@@ -671,7 +674,9 @@ impl Harness {
                     Settle::Refused(s) => Settled::Refused(s),
                     Settle::Threw(s) => Settled::Threw(s),
                 };
-                let settled = self.core.on_settled(HandlerKind::GetState, id.get(), outcome);
+                let settled = self
+                    .core
+                    .on_settled(HandlerKind::GetState, id.get(), outcome);
                 assert!(settled.is_ok(), "onGetState ended as it can");
                 let sends = self.actions();
                 assert!(sends.len() <= 1, "one settle sent {} frames", sends.len());

@@ -235,8 +235,11 @@ impl Client {
         error: String,
         now_ms: f64,
     ) -> Result<Actions> {
-        let error = &error;
-        self.socket_event(Input::SocketSendFailed { text, error }, now_ms)
+        let input = Input::SocketSendFailed {
+            text: &text,
+            error: &error,
+        };
+        self.socket_event(input, now_ms)
     }
 
     /// The socket's pong event, carrying `payload`.

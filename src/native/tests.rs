@@ -192,7 +192,7 @@ fn opened(
 fn queued(rx: &mut mpsc::UnboundedReceiver<Control>) -> Vec<(&'static str, u64)> {
     std::iter::from_fn(|| rx.try_recv().ok())
         .filter_map(|c| match c {
-            Control::Send(out, generation) => Some((out.type_name, generation)),
+            Control::Send(out, generation) => Some((out.frame_type.as_str(), generation)),
             _ => None,
         })
         .collect()

@@ -10,7 +10,7 @@ use std::fmt;
 /// braces, its fields (read and written as [`WorkerFields`](crate::frames::WorkerFields) names
 /// them), then, after `=>`, the handler it leads to on the product's handlers object:
 /// [`WorkerFrame`], [`HandlerKind`], its name there and the frame it answers come from the same
-/// line.
+/// line. A frame the job sends that is a report says `[report]`.
 macro_rules! frame_types {
     (@worker_frames $($variant:ident to $to:ident { $($field:ident),+ } => $handler:ident,)+) => {
         /// What the worker sends a job, each frame with the fields its line in the table names.
@@ -88,7 +88,9 @@ macro_rules! frame_types {
             }
         }
     };
-    ($($(#[$doc:meta])* $variant:ident = $wire:literal
+    (@is_report report) => { true };
+    (@is_report) => { false };
+    ($($(#[$doc:meta])* $variant:ident = $wire:literal $([$report:ident])?
         $(to $to:ident { $($field:ident),+ } => $handler:ident = $name:tt)?,)+) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum FrameType {
@@ -102,6 +104,15 @@ macro_rules! frame_types {
             pub const fn as_str(self) -> &'static str {
                 match self {
                     $(FrameType::$variant => $wire,)+
+                }
+            }
+
+            /// A report (marked `[report]` in the table): held while disconnected, sent again
+            /// after a drop until the worker proves it read it (D13); a hello or a propose
+            /// answer never is.
+            pub const fn is_report(self) -> bool {
+                match self {
+                    $(FrameType::$variant => frame_types!(@is_report $($report)?),)+
                 }
             }
 
@@ -174,11 +185,11 @@ frame_types! {
     /// Job → worker: the source declines to hand over.
     StateRefused = "state-refused",
     /// Job → worker: the target adopted the state and is ready.
-    TargetReady = "target-ready",
+    TargetReady = "target-ready" [report],
     /// Job → worker: the source stopped its output.
-    SourceStoppedOutput = "source-stopped-output",
+    SourceStoppedOutput = "source-stopped-output" [report],
     /// Job → worker: the target applied the cutover.
-    TargetApplied = "target-applied",
+    TargetApplied = "target-applied" [report],
     /// Worker → job: the hello was accepted; a target learns its migration. D1: `onConnected`
     /// after every one.
     HelloAck = "hello-ack" to Named { migration } => Connected = "onConnected",
@@ -194,7 +205,7 @@ frame_types! {
     CutoverApply = "cutover-apply" to Target { migration_id, payload }
         => CutoverApply = "onCutoverApply",
     /// Either way: the handover is off.
-    Abort = "abort" to Both { migration_id, reason } => Abort = "onAbort",
+    Abort = "abort" [report] to Both { migration_id, reason } => Abort = "onAbort",
 }
 
 impl fmt::Display for FrameType {
@@ -299,6 +310,7 @@ mod tests {
             [HandlerKind::Connected, HandlerKind::CutoverPause]
         );
         assert_eq!(FrameType::ALL.len(), 3);
+        assert!(!FrameType::CutoverPause.is_report());
 
         // Its fields are checked as every frame's are.
         let missing = parse(r#"{"type":"cutover-pause","migrationId":"m"}"#);
@@ -308,6 +320,25 @@ mod tests {
         // A frame the worker does not send is no worker frame.
         let hello = parse(r#"{"type":"hello","token":"t"}"#);
         assert_eq!(hello, Err(FrameError::UnknownType("\"hello\"".to_owned())));
+    }
+
+    /// The reports are the frames the table marks `[report]`: what D13 holds and confirms.
+    #[test]
+    fn the_reports_are_the_ones_the_table_marks() {
+        let reports: Vec<&str> = FrameType::ALL
+            .iter()
+            .filter(|t| t.is_report())
+            .map(|t| t.as_str())
+            .collect();
+        assert_eq!(
+            reports,
+            [
+                "target-ready",
+                "source-stopped-output",
+                "target-applied",
+                "abort"
+            ]
+        );
     }
 
     #[test]

@@ -7,8 +7,8 @@ use crate::ws::{self, Fed, Retire};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::AppliedSummary;
 use ctl_migration_core::protocol::{
-    timer_delay_ms, Action, Config, HandlerKind, Observed, Options, Protocol, SettleError, Settled,
-    TooLarge, Transport,
+    timer_delay_ms, Action, Config, HandlerKind, Observed, Options, Outbound, Protocol,
+    SettleError, Settled, TooLarge, Transport,
 };
 
 /// The product's reports, each the core's method of the same name.
@@ -125,7 +125,7 @@ pub enum Input<'a> {
     },
     /// `send(text)` of a `Send` action threw `error`.
     SocketSendFailed {
-        text: String,
+        text: &'a str,
         error: &'a str,
     },
     SocketPong(&'a [u8]),
@@ -215,6 +215,9 @@ pub struct Driver {
     /// The driver's own WebSocket, when the host's socket is a byte stream; none over a
     /// product's socket.
     own: Option<OwnStream>,
+    /// The frames the latest input that sent any had a product's socket send, which a failed
+    /// send names by its text (D11).
+    sent: Vec<Outbound>,
 }
 
 impl Driver {
@@ -233,6 +236,7 @@ impl Driver {
             now,
             timer_at: None,
             own,
+            sent: Vec::new(),
         }
     }
 
@@ -300,7 +304,15 @@ impl Driver {
                 core.on_error(now)
             }),
             Input::SocketSendFailed { text, error } => {
-                self.run(out, |core| core.on_send_text_failed(text, error, now))
+                let failed = self.sent.iter().position(|out| out.text == text);
+                let failed = failed.map(|at| self.sent.swap_remove(at));
+                // D11: the core decides what becomes of the frame. (A text the driver never
+                // handed over is no frame of the core's: nothing to put right.)
+                self.run(out, |core| {
+                    if let Some(failed) = failed {
+                        core.on_send_failed(failed, error, now)
+                    }
+                })
             }
             Input::SocketPong(payload) => self.run(out, |core| core.on_pong(payload, now)),
             Input::StreamConnected => self.stream_connected(out),
@@ -321,10 +333,19 @@ impl Driver {
     fn run(&mut self, out: &mut Vec<Output>, f: impl FnOnce(&mut Protocol)) {
         f(&mut self.core);
         let now = self.now;
+        let mut first_send = true;
         while let Some(action) = self.core.poll_action() {
             let action = match self.own.as_mut() {
                 Some(own) => own.carry_out(&mut self.core, action, now),
-                None => Some(action),
+                None => {
+                    if let Action::Send(frame) = &action {
+                        if std::mem::take(&mut first_send) {
+                            self.sent.clear();
+                        }
+                        self.sent.push(frame.clone());
+                    }
+                    Some(action)
+                }
             };
             out.extend(action.and_then(Output::from_action));
         }

@@ -148,21 +148,21 @@ impl Output {
             },
             Note::Frame {
                 direction,
-                type_name,
+                frame_type,
                 migration_id,
                 bytes,
             } => Output::Frame {
                 direction: direction.as_str(),
-                frame_type: type_name,
+                frame_type: frame_type.as_str(),
                 migration_id,
                 bytes,
             },
             Note::Report {
-                type_name,
+                frame_type,
                 outcome,
                 migration_id,
             } => Output::Report {
-                report_type: type_name,
+                report_type: frame_type.as_str(),
                 outcome: outcome.as_str(),
                 migration_id,
                 reason: match outcome {
@@ -250,7 +250,7 @@ pub fn settled(kind: &str, text: Option<String>) -> Option<Settled> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ctl_migration_core::protocol::{HandlerKind, Role};
+    use ctl_migration_core::protocol::{FrameType, HandlerKind, Role};
 
     fn json(actions: Vec<Action>) -> String {
         let outputs: Vec<Output> = actions
@@ -279,12 +279,12 @@ mod tests {
                 },
             }),
             Action::Note(Note::Report {
-                type_name: "target-ready",
+                frame_type: FrameType::TargetReady,
                 outcome: ReportOutcome::Dropped { reason: "closed" },
                 migration_id: Some("m".into()),
             }),
             Action::Note(Note::Report {
-                type_name: "state",
+                frame_type: FrameType::State,
                 outcome: ReportOutcome::Sent,
                 migration_id: None,
             }),

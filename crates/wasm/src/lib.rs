@@ -411,7 +411,8 @@ pub extern "C" fn ctl_socket_send_failed(
 ) -> u32 {
     event(handle, now, |input: &'_ [u8], scratch: &'_ mut String| {
         Input::SocketSendFailed {
-            text: text(input, 0, text_len).into_owned(),
+            // The text of a `Send` output, as the glue got it: one the driver finds again.
+            text: std::str::from_utf8(bytes(input, 0, text_len)).unwrap_or_default(),
             error: text_in(input, text_len, error_len, scratch),
         }
     })

@@ -2,7 +2,7 @@
 //! the outcomes it is told, and the frames on their way out.
 
 pub use crate::error::TooLarge;
-pub use crate::frame_type::HandlerKind;
+pub use crate::frame_type::{FrameType, HandlerKind};
 use crate::frames::{JobFrame, MAX_FRAME_BYTES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,11 +76,8 @@ impl Call {
 /// A frame on its way out, with what it is so a failed send can be put right.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outbound {
-    pub type_name: &'static str,
+    pub frame_type: FrameType,
     pub text: String,
-    /// A report (`target-ready`, `source-stopped-output`, `target-applied`, `abort`) is held
-    /// while disconnected; a hello or a propose answer never is.
-    pub is_report: bool,
     /// D13: ping with this number right after the frame (in the same write): the pong that
     /// carries it back proves the worker read the frame. Only on reports, only on a transport
     /// that can ping.
@@ -151,12 +148,12 @@ pub enum Note {
     /// inbound frame names, and for an outbound one the client's migration as it was sent.
     Frame {
         direction: Direction,
-        type_name: &'static str,
+        frame_type: FrameType,
         migration_id: Option<String>,
         bytes: usize,
     },
     Report {
-        type_name: &'static str,
+        frame_type: FrameType,
         outcome: ReportOutcome,
         migration_id: Option<String>,
     },
@@ -281,15 +278,15 @@ pub(super) fn sized(frame: &JobFrame) -> Result<Outbound, TooLarge> {
 
 pub(super) fn encode(frame: &JobFrame, text: String) -> Outbound {
     Outbound {
-        type_name: frame.type_name(),
+        frame_type: frame.frame_type(),
         text,
-        is_report: matches!(
-            frame,
-            JobFrame::TargetReady { .. }
-                | JobFrame::SourceStoppedOutput { .. }
-                | JobFrame::TargetApplied(_)
-                | JobFrame::Abort { .. }
-        ),
         ping_after: None,
+    }
+}
+
+impl Outbound {
+    /// A report is held while disconnected; a hello or a propose answer never is.
+    pub fn is_report(&self) -> bool {
+        self.frame_type.is_report()
     }
 }

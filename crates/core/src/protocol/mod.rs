@@ -24,7 +24,7 @@ use clock::{display_ms, Deadlines, Waiting};
 pub use clock::{timer_delay_ms, Deadline, Wait, BURST_MS};
 
 use crate::close_code;
-use crate::frames::{parse_job_frame, parse_worker_frame, JobFrame, WorkerFrame};
+use crate::frames::{parse_worker_frame, JobFrame, WorkerFrame};
 use std::collections::VecDeque;
 
 /// What the product gave `connectMigration`, resolved to values by the glue: the same on every
@@ -298,7 +298,7 @@ impl Protocol {
             .is_some_and(|u| u.out.ping_after.is_some_and(|ping| ping <= number));
         if confirmed {
             if let Some(done) = self.unconfirmed.take() {
-                self.note_report(done.out.type_name, ReportOutcome::Confirmed);
+                self.note_report(done.out.frame_type, ReportOutcome::Confirmed);
             }
         }
     }
@@ -362,7 +362,7 @@ impl Protocol {
         if acked || matches!(frame, WorkerFrame::HelloAck { .. }) {
             self.note_frame(
                 Direction::In,
-                frame.type_name(),
+                frame.frame_type(),
                 frame.migration_id(),
                 text.len(),
             );
@@ -498,17 +498,17 @@ impl Protocol {
     /// a newer report is already kept.
     pub fn on_send_failed(&mut self, frame: Outbound, error: &str, now: f64) {
         self.tell(now);
-        let type_name = frame.type_name;
+        let type_name = frame.frame_type;
         self.log(format!("send of '{type_name}' failed: {error}"));
         if self.closed {
-            if frame.is_report {
+            if frame.is_report() {
                 self.note_report(type_name, ReportOutcome::Dropped { reason: "closed" });
             }
             return;
         }
         // Ending the socket first makes an unconfirmed report the held one.
         let ended = self.end_socket();
-        if frame.is_report {
+        if frame.is_report() {
             // A report kept already is this one or was made after it: it wins.
             let kept = self
                 .held
@@ -540,28 +540,12 @@ impl Protocol {
         }
     }
 
-    /// D11 for a transport that knows only the text it failed to send (a JavaScript socket):
-    /// the text is a frame this core wrote, read back to tell what it was.
-    pub fn on_send_text_failed(&mut self, text: String, error: &str, now: f64) {
-        let frame = match parse_job_frame(&text) {
-            Ok(frame) => encode(&frame, text),
-            // Not one of ours; whatever it was, the connection is as broken.
-            Err(_) => Outbound {
-                type_name: "frame",
-                text,
-                is_report: false,
-                ping_after: None,
-            },
-        };
-        self.on_send_failed(frame, error, now);
-    }
-
     /// `close()`: stop reconnecting and close.
     pub fn close(&mut self) {
         let first = !self.closed;
         self.closed = true;
         if let Some(held) = self.held.take() {
-            self.note_report(held.type_name, ReportOutcome::Dropped { reason: "closed" });
+            self.note_report(held.frame_type, ReportOutcome::Dropped { reason: "closed" });
         }
         // Sent before the close frame, which the worker reads after it.
         self.unconfirmed = None;
@@ -640,7 +624,7 @@ impl Protocol {
         if self.observed.frames {
             self.note(Note::Frame {
                 direction: Direction::Out,
-                type_name: out.type_name,
+                frame_type: out.frame_type,
                 migration_id: self.migration_id.clone(),
                 bytes: out.text.len(),
             });
@@ -652,8 +636,8 @@ impl Protocol {
     /// Sends a report or a propose answer. A report stays unconfirmed (D13) until the worker
     /// proves it read it, replacing any older one: the latest wins.
     fn send_report(&mut self, mut out: Outbound) {
-        let type_name = out.type_name;
-        if !out.is_report {
+        let type_name = out.frame_type;
+        if !out.is_report() {
             self.send(out);
             self.note_report(type_name, ReportOutcome::Sent);
             return;
@@ -662,7 +646,7 @@ impl Protocol {
         self.send(out.clone());
         self.note_report(type_name, ReportOutcome::Sent);
         if let Some(older) = self.unconfirmed.take() {
-            self.note_report(older.out.type_name, ReportOutcome::Superseded);
+            self.note_report(older.out.frame_type, ReportOutcome::Superseded);
         }
         self.unconfirmed = Some(Unconfirmed {
             out,
@@ -708,24 +692,24 @@ impl Protocol {
     fn note_frame(
         &mut self,
         direction: Direction,
-        type_name: &'static str,
+        frame_type: FrameType,
         migration_id: Option<&str>,
         bytes: usize,
     ) {
         if self.observed.frames {
             self.note(Note::Frame {
                 direction,
-                type_name,
+                frame_type,
                 migration_id: migration_id.map(str::to_owned),
                 bytes,
             });
         }
     }
 
-    fn note_report(&mut self, type_name: &'static str, outcome: ReportOutcome) {
+    fn note_report(&mut self, frame_type: FrameType, outcome: ReportOutcome) {
         if self.observed.reports {
             self.note(Note::Report {
-                type_name,
+                frame_type,
                 outcome,
                 migration_id: self.migration_id.clone(),
             });
@@ -769,7 +753,7 @@ impl Protocol {
             // A WHATWG socket's report that left its buffer counts as delivered: nothing more
             // can be known of it.
             if (self.cfg.confirms_by_ping() || u.untransmitted) && !self.closed {
-                self.note_report(u.out.type_name, ReportOutcome::Held);
+                self.note_report(u.out.frame_type, ReportOutcome::Held);
                 self.held = Some(Outbound {
                     ping_after: None,
                     ..u.out

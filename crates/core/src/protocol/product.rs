@@ -177,7 +177,7 @@ impl Protocol {
     /// in flight, so such an answer is dropped here. Never held: a drop mid-propose is the
     /// source aborting, and the worker asks again next time.
     fn answer_state(&mut self, out: Outbound) {
-        let type_name = out.type_name;
+        let type_name = out.frame_type;
         if self.closed {
             self.note_report(type_name, ReportOutcome::Dropped { reason: "closed" });
             return;
@@ -209,7 +209,7 @@ impl Protocol {
         }
         req.answered = true;
         let req_id = req.migration_id.clone();
-        if type_name == FrameType::StateRefused.as_str()
+        if type_name == FrameType::StateRefused
             && self.migration_id.as_deref() == Some(req_id.as_str())
         {
             // A source that refused is not in the migration; it may be asked again.
@@ -233,7 +233,7 @@ impl Protocol {
     fn report(&mut self, frame: JobFrame) -> Result<(), TooLarge> {
         let out = sized(&frame)?;
         if self.closed {
-            self.note_report(out.type_name, ReportOutcome::Dropped { reason: "closed" });
+            self.note_report(out.frame_type, ReportOutcome::Dropped { reason: "closed" });
             return Ok(());
         }
         if self.connected() {
@@ -241,9 +241,9 @@ impl Protocol {
         } else {
             // The latest report wins: a position reported twice is the newer position.
             if let Some(older) = self.held.take() {
-                self.note_report(older.type_name, ReportOutcome::Superseded);
+                self.note_report(older.frame_type, ReportOutcome::Superseded);
             }
-            self.note_report(out.type_name, ReportOutcome::Held);
+            self.note_report(out.frame_type, ReportOutcome::Held);
             self.held = Some(out);
         }
         Ok(())

@@ -482,8 +482,10 @@ fn report_outcomes(actions: &[Action]) -> Vec<(&'static str, ReportOutcome)> {
         .into_iter()
         .filter_map(|n| match n {
             Note::Report {
-                type_name, outcome, ..
-            } => Some((type_name, outcome)),
+                frame_type,
+                outcome,
+                ..
+            } => Some((frame_type.as_str(), outcome)),
             _ => None,
         })
         .collect()
@@ -599,7 +601,7 @@ fn a_failed_send_of_a_report_holds_it() {
     p.report_ready("1".into()).ok();
     let Some(Action::Send(out)) = take(&mut p)
         .into_iter()
-        .find(|a| matches!(a, Action::Send(o) if o.type_name == "target-ready"))
+        .find(|a| matches!(a, Action::Send(o) if o.frame_type == FrameType::TargetReady))
     else {
         panic!("no send");
     };
@@ -704,7 +706,7 @@ fn frames_are_noted_both_ways_with_their_migration_and_size_never_their_content(
         .collect();
     let frame = |direction, type_name, migration_id: Option<&str>, bytes| Note::Frame {
         direction,
-        type_name,
+        frame_type: FrameType::parse(type_name).unwrap_or(FrameType::Hello),
         migration_id: migration_id.map(str::to_owned),
         bytes,
     };
