@@ -264,22 +264,8 @@ describe('D4 nothing escapes', () => {
 })
 
 describe('D5 close codes', () => {
-  test('after 4409 the client never reconnects, and says so once', async () => {
-    vi.useFakeTimers()
-    const { client, socket } = await connected({})
-    socket.closed(4409, 'replaced')
-    expect(client.connected).toBe(false)
-    expect(vi.getTimerCount()).toBe(0)
-    vi.advanceTimersByTime(300_000)
-    await flush()
-    expect(FakeSocket.attempts).toBe(1)
-    expect(logs.filter((line) => line.includes('not reconnecting'))).toEqual([
-      'replaced by a newer connection for this instance (4409); not reconnecting',
-    ])
-    client.reportReady(1)
-    expect(socket.sent).toEqual([hello])
-  })
-
+  // After 4409 the client never reconnects: the core's rule, asserted once there
+  // (crates/core/src/protocol/tests.rs, after_4409_…).
   test('after 4401 the next attempt waits reconnectMaxMs', async () => {
     vi.useFakeTimers()
     const { socket } = await connected({}, { reconnectMinMs: 100, reconnectMaxMs: 5000 })

@@ -119,17 +119,8 @@ test('D4 nothing a handler throws or rejects with escapes; it is logged', async 
 })
 
 describe('D5 close codes', () => {
-  test('after 4409 the client never reconnects and logs it once', async () => {
-    const client = h.connect({}, { reconnectMinMs: 10 })
-    await h.connected(client)
-    h.worker.socket.close(4409, 'replaced')
-    await h.logged('(4409); not reconnecting')
-    expect(client.connected).toBe(false)
-    await new Promise((resolve) => setTimeout(resolve, 150)) // fifteen reconnect delays: none may come
-    expect(h.worker.connections).toHaveLength(1)
-    expect(h.logs.filter((l) => l.includes('4409'))).toHaveLength(2) // the close, and the decision
-  })
-
+  // After 4409 the client never reconnects: the core's rule, asserted once there
+  // (crates/core/src/protocol/tests.rs, after_4409_…).
   test('after 4401 the next attempt waits reconnectMaxMs', async () => {
     const client = h.connect({}, { reconnectMinMs: 10, reconnectMaxMs: 400 })
     await h.connected(client)

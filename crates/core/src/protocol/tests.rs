@@ -318,15 +318,43 @@ fn a_stalled_socket_is_closed_and_retried() {
     assert!(!p.connected());
 }
 
+/// D5, the one place it is asserted: replaced by a newer connection (4409), the client never
+/// connects again, says why once, and sends nothing more.
 #[test]
-fn close_codes_set_the_reconnect_policy() {
-    // D5: replaced → never again; unauthorized → the longest delay.
+fn after_4409_the_client_never_reconnects_says_so_once_and_sends_nothing() {
     let mut p = connected(None);
     p.on_closed(close_code::REPLACED, "replaced", 0.0);
-    assert_eq!(p.poll_timeout(), None);
+    assert_eq!(
+        logs(&take(&mut p)),
+        [
+            "socket closed (4409 replaced)",
+            "replaced by a newer connection for this instance (4409); not reconnecting",
+        ]
+    );
+    assert_eq!(
+        p.poll_timeout(),
+        None,
+        "no reconnect, nor any other deadline"
+    );
     assert!(p.is_finished());
     assert!(!p.connected());
+    // Nothing brings it back, and a report goes nowhere.
+    p.handle_timeout(300_000.0);
+    assert_eq!(p.report_ready("1".into()), Ok(()));
+    let after = take(&mut p);
+    assert!(
+        sent(&after).is_empty() && !after.contains(&Action::Open),
+        "{after:?}"
+    );
+    assert!(
+        !logs(&after).iter().any(|l| l.contains("4409")),
+        "said once"
+    );
+}
 
+#[test]
+fn close_codes_set_the_reconnect_policy() {
+    // D5: unauthorized → the longest delay (replaced: above).
     let mut p = connected(None);
     p.on_closed(close_code::UNAUTHORIZED, "", 0.0);
     assert_eq!(reconnect_in(&p, 0.0), Some(30000.0));
