@@ -2,11 +2,14 @@
 // client (docs/differences.md, D1–D12) or handles a socket quirk the
 // reference does not. Same product-style fake socket as js-socket.test.ts, but always this
 // package: the reference fails these by design, so they are not part of the comparison.
+import diagnostics_channel from 'node:diagnostics_channel'
 import { inspect } from 'node:util'
 import { beforeEach, describe, expect, test, vi } from 'vitest'
 import {
+  channels,
   connectMigration,
   stateRefusal,
+  type FrameMessage,
   type MigrationHandlers,
 } from '@norskvideo/ctl-migration'
 import { escapesOf } from './support/escapes.js'
@@ -403,6 +406,36 @@ describe('D11 a send that fails is a broken connection', () => {
     expect(logs).toContain("send of 'target-ready' failed: Error: socket not open")
     await expectNextAttemptAfter(1000)
     FakeSocket.last.accept('m1')
+    expect(FakeSocket.last.sent).toEqual([hello, '{"type":"target-ready","payload":{"at":5}}'])
+  })
+
+  test('a report whose send fails after a diagnostics subscriber made one of its own is still held', async () => {
+    vi.useFakeTimers()
+    const client = connect({}, { WebSocket: FailingSocket })
+    await flush()
+    const socket = FakeSocket.last
+    // The frame note comes before its send: a report made on it is sent first.
+    const onFrame = (message: unknown) => {
+      const frame = message as FrameMessage
+      if (frame.direction !== 'out' || frame.type !== 'target-ready') return
+      diagnostics_channel.unsubscribe(channels.frame, onFrame)
+      client.reportApplied({ applied: ['video'] })
+      FailingSocket.failNext = 1
+    }
+    diagnostics_channel.subscribe(channels.frame, onFrame)
+    try {
+      // Subscribed before the connection's events, which tell the core to note frames.
+      socket.accept('m1')
+      client.reportReady({ at: 5 })
+    } finally {
+      diagnostics_channel.unsubscribe(channels.frame, onFrame)
+    }
+    expect(logs).toContain("send of 'target-ready' failed: Error: socket not open")
+    expect(socket.closeCalls).toEqual([[]])
+    await expectNextAttemptAfter(1000)
+    FakeSocket.last.accept('m1')
+    // The nested report left the socket's buffer: delivered, as far as it can tell (D13).
+    expect(socket.sent).toEqual([hello, '{"type":"target-applied","applied":["video"]}'])
     expect(FakeSocket.last.sent).toEqual([hello, '{"type":"target-ready","payload":{"at":5}}'])
   })
 

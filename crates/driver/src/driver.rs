@@ -10,6 +10,7 @@ use ctl_migration_core::protocol::{
     timer_delay_ms, Action, Config, HandlerKind, Observed, Options, Outbound, Protocol,
     SettleError, Settled, TooLarge, Transport,
 };
+use std::collections::VecDeque;
 
 /// The product's reports, each the core's method of the same name.
 #[derive(Debug, Clone, PartialEq)]
@@ -215,10 +216,16 @@ pub struct Driver {
     /// The driver's own WebSocket, when the host's socket is a byte stream; none over a
     /// product's socket.
     own: Option<OwnStream>,
-    /// The frames the latest input that sent any had a product's socket send, which a failed
-    /// send names by its text (D11).
-    sent: Vec<Outbound>,
+    /// The latest frames a product's socket was handed since the core last opened one, which a
+    /// failed send names by its text (D11). Kept past the input that sent them: the glue may
+    /// carry a batch out after a nested call (a callback of its own making a report) sent
+    /// another.
+    sent: VecDeque<Outbound>,
 }
+
+/// How many frames [`Driver::sent`] keeps: far more than one turn of the glue sends, at most
+/// 2 MiB of 64 KiB frames.
+const SENT_KEPT: usize = 32;
 
 impl Driver {
     /// A client on `transport`: [`Transport::OwnSocket`] is the driver's own WebSocket over a
@@ -236,7 +243,7 @@ impl Driver {
             now,
             timer_at: None,
             own,
-            sent: Vec::new(),
+            sent: VecDeque::new(),
         }
     }
 
@@ -305,13 +312,12 @@ impl Driver {
             }),
             Input::SocketSendFailed { text, error } => {
                 let failed = self.sent.iter().position(|out| out.text == text);
-                let failed = failed.map(|at| self.sent.swap_remove(at));
-                // D11: the core decides what becomes of the frame. (A text the driver never
-                // handed over is no frame of the core's: nothing to put right.)
-                self.run(out, |core| {
-                    if let Some(failed) = failed {
-                        core.on_send_failed(failed, error, now)
-                    }
+                let failed = failed.and_then(|at| self.sent.remove(at));
+                // D11: the core decides what becomes of the frame; a text it cannot name still
+                // broke the connection.
+                self.run(out, |core| match failed {
+                    Some(failed) => core.on_send_failed(failed, error, now),
+                    None => core.on_unknown_send_failed(error, now),
                 })
             }
             Input::SocketPong(payload) => self.run(out, |core| core.on_pong(payload, now)),
@@ -333,16 +339,21 @@ impl Driver {
     fn run(&mut self, out: &mut Vec<Output>, f: impl FnOnce(&mut Protocol)) {
         f(&mut self.core);
         let now = self.now;
-        let mut first_send = true;
         while let Some(action) = self.core.poll_action() {
             let action = match self.own.as_mut() {
                 Some(own) => own.carry_out(&mut self.core, action, now),
                 None => {
-                    if let Action::Send(frame) = &action {
-                        if std::mem::take(&mut first_send) {
-                            self.sent.clear();
+                    match &action {
+                        Action::Send(frame) => {
+                            if self.sent.len() == SENT_KEPT {
+                                self.sent.pop_front();
+                            }
+                            self.sent.push_back(frame.clone());
                         }
-                        self.sent.push(frame.clone());
+                        // A new socket. (Not at a close: a batch the glue is still carrying
+                        // out may yet fail to send a frame it holds, on the socket now gone.)
+                        Action::Open => self.sent.clear(),
+                        _ => {}
                     }
                     Some(action)
                 }
@@ -615,6 +626,81 @@ mod tests {
             matches!(pinged.as_slice(), [Message::Ping(_)]),
             "{pinged:?}"
         );
+    }
+
+    /// A driver on a product's socket, its hello answered.
+    fn on_product_socket() -> Driver {
+        let mut driver = Driver::new(options(), 7, 0.0, Transport::ProductSocket { pings: false });
+        let mut out = Vec::new();
+        for input in [
+            Input::Product(ProductCall::Start),
+            Input::SocketOpened,
+            Input::SocketMessage(r#"{"type":"hello-ack"}"#),
+        ] {
+            let _ = driver.handle(input, 1.0, &mut out);
+        }
+        driver
+    }
+
+    fn sent_text(out: &[Output]) -> Option<String> {
+        out.iter().find_map(|o| match o {
+            Output::Send { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+    }
+
+    fn logged(out: &[Output], line: &str) -> bool {
+        out.iter()
+            .any(|o| matches!(o, Output::Log { line: l } if l == line))
+    }
+
+    fn closed(out: &[Output]) -> bool {
+        out.iter()
+            .any(|o| matches!(o, Output::Close { code: None, .. }))
+    }
+
+    /// D11: the glue may carry out a batch's send after a callback in it made a report of its
+    /// own (sent first); the earlier send's failure is still its frame's.
+    #[test]
+    fn a_send_failing_after_a_nested_report_is_its_frames_failure() {
+        let mut driver = on_product_socket();
+        let mut out = Vec::new();
+        let ready = ProductCall::Report(Report::Ready("{}".into()));
+        let _ = driver.handle(Input::Product(ready), 2.0, &mut out);
+        let Some(ready) = sent_text(&out) else {
+            panic!("no send: {out:?}");
+        };
+        let nested = ProductCall::Report(Report::StoppedOutput("{}".into()));
+        let _ = driver.handle(Input::Product(nested), 2.0, &mut Vec::new());
+        let mut out = Vec::new();
+        let failed = Input::SocketSendFailed {
+            text: &ready,
+            error: "Error: boom",
+        };
+        let _ = driver.handle(failed, 3.0, &mut out);
+        assert!(
+            logged(&out, "send of 'target-ready' failed: Error: boom"),
+            "{out:?}"
+        );
+        assert!(closed(&out), "{out:?}");
+        assert!(!driver.core().connected());
+    }
+
+    /// D11: a text the driver cannot name (one it no longer keeps) still broke the connection.
+    #[test]
+    fn a_send_of_a_text_never_handed_over_failing_ends_the_socket() {
+        let mut driver = on_product_socket();
+        let mut out = Vec::new();
+        let failed = Input::SocketSendFailed {
+            text: "{}",
+            error: "Error: boom",
+        };
+        let _ = driver.handle(failed, 3.0, &mut out);
+        assert!(
+            logged(&out, "send of 'frame' failed: Error: boom"),
+            "{out:?}"
+        );
+        assert!(closed(&out), "{out:?}");
     }
 
     #[test]

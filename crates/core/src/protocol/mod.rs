@@ -527,17 +527,32 @@ impl Protocol {
             }
         }
         if ended {
-            self.actions.push_back(Action::Close {
-                code: None,
-                reason: None,
-            });
-            let retry_in_ms = self.schedule_reconnect(None);
-            self.note_disconnected(
-                None,
-                || format!("send of '{type_name}' failed: {error}"),
-                retry_in_ms,
-            );
+            self.broken_by_send(type_name.as_str(), error);
         }
+    }
+
+    /// D11 for a text that is no frame this core handed over (a product's socket named a text
+    /// its transport had lost track of): whatever it was, the connection is as broken.
+    pub fn on_unknown_send_failed(&mut self, error: &str, now: f64) {
+        self.tell(now);
+        self.log(format!("send of 'frame' failed: {error}"));
+        if !self.closed && self.end_socket() {
+            self.broken_by_send("frame", error);
+        }
+    }
+
+    /// The socket a send of `what` failed on is ended: closed, and reconnected to.
+    fn broken_by_send(&mut self, what: &str, error: &str) {
+        self.actions.push_back(Action::Close {
+            code: None,
+            reason: None,
+        });
+        let retry_in_ms = self.schedule_reconnect(None);
+        self.note_disconnected(
+            None,
+            || format!("send of '{what}' failed: {error}"),
+            retry_in_ms,
+        );
     }
 
     /// `close()`: stop reconnecting and close.
