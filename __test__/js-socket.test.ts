@@ -487,6 +487,21 @@ describe('a source handing over', () => {
     client.abort('giving up')
     expect(socket.sent.slice(1)).toEqual(['{"type":"abort","reason":"giving up"}'])
   })
+  test('a handler that is not a function is logged as the TypeError calling it throws', async () => {
+    const { client, socket } = await connected({ onAbort: 5 } as unknown as MigrationHandlers)
+    socket.receive({ type: 'abort', migrationId: 'm1', reason: 'x' })
+    await flush()
+    expect(logs).toContain("handler for 'abort' threw: TypeError: this.handlers.onAbort is not a function")
+    expect(client.connected).toBe(true)
+  })
+
+  test('an onGetState that is not a function is refused with the TypeError calling it throws', async () => {
+    const { socket } = await connected({ onGetState: 5 } as unknown as MigrationHandlers)
+    socket.receive({ type: 'get-state', migrationId: 'm1' })
+    await flush()
+    expect(socket.frames[1]).toEqual({ type: 'state-refused', reason: 'onGetState threw: TypeError: handler.call is not a function' })
+  })
+
   test('a handler whose getter throws is logged like a throwing handler', async () => {
     const handlers = {
       get onInitialState(): () => void {

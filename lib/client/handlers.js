@@ -57,8 +57,13 @@ function handlerCalls({ handlers, core, run, clientId, reportGlueError }) {
     if (!handler) return settled('Missing')
     const context = diagnostics.handlerContext(clientId, name, action.migrationId)
     // The propose is called with the migration alone; every other handler with its argument.
-    const invoke = () =>
-      name === 'onGetState' ? handler.call(handlers, action.migrationId) : handler.call(handlers, argument(action), action.migrationId)
+    // One that is not a function throws what the reference's call of it throws.
+    const invoke = () => {
+      if (typeof handler !== 'function') {
+        throw new TypeError(`${name === 'onGetState' ? 'handler.call' : `this.handlers.${name}`} is not a function`)
+      }
+      return name === 'onGetState' ? handler.call(handlers, action.migrationId) : handler.call(handlers, argument(action), action.migrationId)
+    }
     void (async () => {
       let answer
       try {
