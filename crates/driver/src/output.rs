@@ -234,15 +234,16 @@ pub fn observed(mask: u32) -> Observed {
 }
 
 /// How a handler ended, from the glue's `kind` and the text that goes with it (`printed`,
-/// `json`, `why` or `reason`, whichever it has); none for a kind there is not.
+/// `json`, `why` or `reason`, whichever it has); none for a kind there is not, or one without
+/// the text it cannot go without (a `Value` with no JSON would be a frame that is not JSON).
 pub fn settled(kind: &str, text: Option<String>) -> Option<Settled> {
     Some(match kind {
         "Missing" => Settled::Missing,
         "Done" => Settled::Done,
         "Threw" => Settled::Threw(text),
-        "Value" => Settled::Value(text.unwrap_or_default()),
-        "NotJson" => Settled::NotJson(text.unwrap_or_default()),
-        "Refused" => Settled::Refused(text.unwrap_or_default()),
+        "Value" => Settled::Value(text?),
+        "NotJson" => Settled::NotJson(text?),
+        "Refused" => Settled::Refused(text?),
         _ => return None,
     })
 }
@@ -340,5 +341,12 @@ mod tests {
             Some(Settled::Value("1".into()))
         );
         assert_eq!(settled("done", None), None);
+    }
+
+    #[test]
+    fn an_ending_without_its_text_is_none() {
+        for kind in ["Value", "NotJson", "Refused"] {
+            assert_eq!(settled(kind, None), None, "{kind}");
+        }
     }
 }
