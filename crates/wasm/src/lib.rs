@@ -92,6 +92,23 @@ fn handle_input(handle: u32, now: f64, f: impl InputOf) -> (u32, bool) {
     })
 }
 
+/// Answers with the log line of a call the glue got wrong, as the native binding throws it.
+fn internal_error(why: &str) -> u32 {
+    MODULE.with(|module| {
+        let module = &mut *module.borrow_mut();
+        module.output.clear();
+        module.write.clear();
+        OUTPUT_CELLS[2].store(0, Ordering::Relaxed);
+        OUTPUT_CELLS[3].store(0, Ordering::Relaxed);
+        let line = [Output::Log {
+            line: format!("internal error: {why}"),
+        }];
+        let _ = serde_json::to_writer(&mut module.output, &line);
+        OUTPUT_CELLS[0].store(module.output.as_ptr() as usize as u32, Ordering::Relaxed);
+        module.output.len() as u32
+    })
+}
+
 /// Makes an input of the input buffer, with a string to keep text that had to be decoded
 /// afresh (UTF-8 that was not, read as `TextDecoder` would).
 trait InputOf: for<'a> FnOnce(&'a [u8], &'a mut String) -> Input<'a> {}
@@ -335,14 +352,16 @@ pub extern "C" fn ctl_settle(
     let parsed = MODULE.with(|module| {
         let module = module.borrow();
         let input = &module.input;
-        let handler = HandlerKind::parse(&text(input, 0, handler_len))?;
+        let handler = HandlerKind::parse(&text(input, 0, handler_len)).ok_or("not a handler")?;
         let ended = u32::try_from(text_len)
             .ok()
             .map(|len| text(input, at_text, len).into_owned());
-        Some((handler, settled(&text(input, at_kind, kind_len), ended)?))
+        let settled = settled(&text(input, at_kind, kind_len), ended).ok_or("not an ending")?;
+        Ok((handler, settled))
     });
-    let Some((handler, settled)) = parsed else {
-        return 0;
+    let (handler, settled) = match parsed {
+        Ok(parsed) => parsed,
+        Err(why) => return internal_error(why),
     };
     call(handle, now, |input| ProductCall::Settled {
         handler,
@@ -465,4 +484,34 @@ pub extern "C" fn ctl_stream_ended(handle: u32, len: u32, now: f64) -> u32 {
     event(handle, now, |input: &'_ [u8], scratch: &'_ mut String| {
         Input::StreamEnded(text_in(input, 0, len, scratch))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The answer to `ctl_settle` for `handler` and `kind` (no migration, no text).
+    fn settle(handler: &str, kind: &str) -> String {
+        MODULE.with(|module| {
+            let input = &mut module.borrow_mut().input;
+            input.clear();
+            input.extend_from_slice(handler.as_bytes());
+            input.extend_from_slice(kind.as_bytes());
+        });
+        let len = ctl_settle(0, handler.len() as u32, 0, kind.len() as u32, -1, 0.0);
+        MODULE
+            .with(|module| String::from_utf8_lossy(&module.borrow().output[..len as usize]).into())
+    }
+
+    #[test]
+    fn a_settle_the_glue_got_wrong_is_an_internal_error_in_the_log() {
+        assert_eq!(
+            settle("onNothing", "Done"),
+            r#"[{"kind":"Log","line":"internal error: not a handler"}]"#
+        );
+        assert_eq!(
+            settle("onAbort", "Value"),
+            r#"[{"kind":"Log","line":"internal error: not an ending"}]"#
+        );
+    }
 }
