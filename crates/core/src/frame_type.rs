@@ -26,10 +26,6 @@ macro_rules! frame_types {
                 }
             }
 
-            pub fn type_name(&self) -> &'static str {
-                self.frame_type().as_str()
-            }
-
             /// Which participant of its migration the frame goes to.
             pub fn addressee(&self) -> $crate::frame_type::Addressee {
                 match self {
@@ -82,7 +78,7 @@ macro_rules! frame_types {
 
             /// The frame as it goes on the wire. `payload` must already be JSON text.
             pub fn to_text(&self) -> String {
-                let mut writer = $crate::frames::FrameWriter::new(self.type_name());
+                let mut writer = $crate::frames::FrameWriter::new(self.frame_type().as_str());
                 self.visit(&mut writer);
                 writer.finish()
             }
@@ -295,7 +291,7 @@ mod tests {
         };
         assert_eq!(pause.as_ref(), Ok(&want));
         assert_eq!(want.to_text(), text);
-        assert_eq!(want.type_name(), "cutover-pause");
+        assert_eq!(want.frame_type().as_str(), "cutover-pause");
         assert_eq!(want.migration_id(), Some("m"));
         assert_eq!(want.payload(), Some(r#"{"at":1}"#));
         assert_eq!(want.addressee(), Addressee::Target);

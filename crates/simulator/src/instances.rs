@@ -161,7 +161,7 @@ impl Registry {
     /// Who a frame for a migration goes to when the caller names no instance: the participant
     /// its line in the core's table addresses.
     pub fn recipients(&self, frame: &WorkerFrame) -> Result<Vec<InstanceKey>, InstanceError> {
-        let type_name = frame.type_name();
+        let type_name = frame.frame_type().as_str();
         let migration_id = frame.migration_id().unwrap_or_default();
         let participants = self.migrations.get(migration_id);
         let source = participants.and_then(|p| p.source.clone());

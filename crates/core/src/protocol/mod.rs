@@ -372,7 +372,7 @@ impl Protocol {
                 WorkerFrame::HelloAck { migration } => self.on_acked(migration),
                 other => self.log(format!(
                     "expected hello-ack, got '{}'; ignoring",
-                    other.type_name()
+                    other.frame_type()
                 )),
             }
             return;
@@ -498,11 +498,11 @@ impl Protocol {
     /// a newer report is already kept.
     pub fn on_send_failed(&mut self, frame: Outbound, error: &str, now: f64) {
         self.tell(now);
-        let type_name = frame.frame_type;
-        self.log(format!("send of '{type_name}' failed: {error}"));
+        let frame_type = frame.frame_type;
+        self.log(format!("send of '{frame_type}' failed: {error}"));
         if self.closed {
             if frame.is_report() {
-                self.note_report(type_name, ReportOutcome::Dropped { reason: "closed" });
+                self.note_report(frame_type, ReportOutcome::Dropped { reason: "closed" });
             }
             return;
         }
@@ -516,18 +516,18 @@ impl Protocol {
                 .or(self.unconfirmed.as_ref().map(|u| &u.out));
             match kept {
                 None => {
-                    self.note_report(type_name, ReportOutcome::Held);
+                    self.note_report(frame_type, ReportOutcome::Held);
                     self.held = Some(Outbound {
                         ping_after: None,
                         ..frame
                     });
                 }
                 Some(kept) if kept.text == frame.text => {}
-                Some(_) => self.note_report(type_name, ReportOutcome::Superseded),
+                Some(_) => self.note_report(frame_type, ReportOutcome::Superseded),
             }
         }
         if ended {
-            self.broken_by_send(type_name.as_str(), error);
+            self.broken_by_send(frame_type.as_str(), error);
         }
     }
 
@@ -651,15 +651,15 @@ impl Protocol {
     /// Sends a report or a propose answer. A report stays unconfirmed (D13) until the worker
     /// proves it read it, replacing any older one: the latest wins.
     fn send_report(&mut self, mut out: Outbound) {
-        let type_name = out.frame_type;
+        let frame_type = out.frame_type;
         if !out.is_report() {
             self.send(out);
-            self.note_report(type_name, ReportOutcome::Sent);
+            self.note_report(frame_type, ReportOutcome::Sent);
             return;
         }
         out.ping_after = self.report_ping();
         self.send(out.clone());
-        self.note_report(type_name, ReportOutcome::Sent);
+        self.note_report(frame_type, ReportOutcome::Sent);
         if let Some(older) = self.unconfirmed.take() {
             self.note_report(older.out.frame_type, ReportOutcome::Superseded);
         }

@@ -177,17 +177,17 @@ impl Protocol {
     /// in flight, so such an answer is dropped here. Never held: a drop mid-propose is the
     /// source aborting, and the worker asks again next time.
     fn answer_state(&mut self, out: Outbound) {
-        let type_name = out.frame_type;
+        let frame_type = out.frame_type;
         if self.closed {
-            self.note_report(type_name, ReportOutcome::Dropped { reason: "closed" });
+            self.note_report(frame_type, ReportOutcome::Dropped { reason: "closed" });
             return;
         }
         let Some(req) = self.state_request.as_mut() else {
             self.log(format!(
-                "'{type_name}' with no get-state in flight; dropped"
+                "'{frame_type}' with no get-state in flight; dropped"
             ));
             self.note_report(
-                type_name,
+                frame_type,
                 ReportOutcome::Dropped {
                     reason: "no get-state in flight",
                 },
@@ -197,10 +197,10 @@ impl Protocol {
         if req.answered {
             let id = req.migration_id.clone();
             self.log(format!(
-                "'{type_name}' after get-state for {id} was already answered; dropped"
+                "'{frame_type}' after get-state for {id} was already answered; dropped"
             ));
             self.note_report(
-                type_name,
+                frame_type,
                 ReportOutcome::Dropped {
                     reason: "get-state already answered",
                 },
@@ -209,7 +209,7 @@ impl Protocol {
         }
         req.answered = true;
         let req_id = req.migration_id.clone();
-        if type_name == FrameType::StateRefused
+        if frame_type == FrameType::StateRefused
             && self.migration_id.as_deref() == Some(req_id.as_str())
         {
             // A source that refused is not in the migration; it may be asked again.
@@ -217,10 +217,10 @@ impl Protocol {
         }
         if !self.connected() {
             self.log(format!(
-                "'{type_name}' for {req_id} while disconnected; dropped — the worker will ask again"
+                "'{frame_type}' for {req_id} while disconnected; dropped — the worker will ask again"
             ));
             self.note_report(
-                type_name,
+                frame_type,
                 ReportOutcome::Dropped {
                     reason: "disconnected",
                 },

@@ -732,9 +732,9 @@ fn frames_are_noted_both_ways_with_their_migration_and_size_never_their_content(
         .into_iter()
         .filter(|n| matches!(n, Note::Frame { .. }))
         .collect();
-    let frame = |direction, type_name, migration_id: Option<&str>, bytes| Note::Frame {
+    let frame = |direction, frame_type, migration_id: Option<&str>, bytes| Note::Frame {
         direction,
-        frame_type: FrameType::parse(type_name).unwrap_or(FrameType::Hello),
+        frame_type,
         migration_id: migration_id.map(str::to_owned),
         bytes,
     };
@@ -743,15 +743,20 @@ fn frames_are_noted_both_ways_with_their_migration_and_size_never_their_content(
         [
             frame(
                 Direction::Out,
-                "hello",
+                FrameType::Hello,
                 None,
                 r#"{"type":"hello","token":"tok"}"#.len()
             ),
-            frame(Direction::In, "hello-ack", None, ack.len()),
-            frame(Direction::In, "get-state", Some("m"), get_state.len()),
+            frame(Direction::In, FrameType::HelloAck, None, ack.len()),
+            frame(
+                Direction::In,
+                FrameType::GetState,
+                Some("m"),
+                get_state.len()
+            ),
             frame(
                 Direction::Out,
-                "state",
+                FrameType::State,
                 Some("m"),
                 r#"{"type":"state","payload":7}"#.len()
             ),

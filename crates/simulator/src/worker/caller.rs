@@ -89,7 +89,7 @@ impl Worker {
         }
         if delivered.is_empty() {
             return Err(WorkerError::Unreachable {
-                type_name: frame.type_name(),
+                type_name: frame.frame_type().as_str(),
                 migration_id,
                 instances: unreachable,
             });
@@ -208,7 +208,7 @@ impl Worker {
 
 /// The worker's frames obey the same rules as the job's: JSON payloads, 64 KiB at most.
 fn check_outgoing(frame: &WorkerFrame) -> Result<(), WorkerError> {
-    let type_name = frame.type_name();
+    let type_name = frame.frame_type().as_str();
     if let Some(payload) = frame.payload() {
         check_json(payload).map_err(|_| WorkerError::PayloadNotJson(type_name))?;
     }
