@@ -51,8 +51,8 @@ pub fn broken_input(error: &WsError) -> Option<BrokenInput> {
 pub enum Retire {
     /// The worker closed: flush tungstenite's reply, so it sees a clean close rather than 1006.
     Reply,
-    /// The worker broke the protocol: tell it why (this close code and reason), then drain what
-    /// it still sends.
+    /// The worker broke the protocol: tell it why (this close code and reason); the native
+    /// transport then drains what it still sends, the driver's own WebSocket ends the stream.
     Unreadable(u16, &'static str),
     /// The connection itself is gone.
     Drop,
