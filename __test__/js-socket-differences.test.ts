@@ -267,8 +267,6 @@ describe('D4 nothing escapes', () => {
 })
 
 describe('D5 close codes', () => {
-  // After 4409 the client never reconnects: the core's rule, asserted once there
-  // (crates/core/src/protocol/tests.rs, after_4409_…).
   test('after 4401 the next attempt waits reconnectMaxMs', async () => {
     vi.useFakeTimers()
     const { socket } = await connected({}, { reconnectMinMs: 100, reconnectMaxMs: 5000 })

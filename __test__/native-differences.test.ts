@@ -119,8 +119,6 @@ test('D4 nothing a handler throws or rejects with escapes; it is logged', async 
 })
 
 describe('D5 close codes', () => {
-  // After 4409 the client never reconnects: the core's rule, asserted once there
-  // (crates/core/src/protocol/tests.rs, after_4409_…).
   test('after 4401 the next attempt waits reconnectMaxMs', async () => {
     const client = h.connect({}, { reconnectMinMs: 10, reconnectMaxMs: 400 })
     await h.connected(client)
