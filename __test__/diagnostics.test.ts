@@ -176,6 +176,17 @@ describe.each(transports)('on %s', (_, transportOpts) => {
     expect(client.connected).toBe(true)
   })
 
+  test('a handler property that is undefined is no call, so no trace', async () => {
+    const traces = collectTraces()
+    connect({ onAbort: undefined, onCutoverReady: () => {} })
+    await worker.waitForConnection()
+    worker.abort('m1', 'given up', { to: worker.env() })
+    // Read after the abort: traced once the abort was handled.
+    worker.cutoverReady('m1', { at: 1 }, { to: worker.env() })
+    await until(() => traces.includes('end:onCutoverReady'), 'the next handler to be traced')
+    expect(traces).toEqual(['start:onCutoverReady', 'end:onCutoverReady'])
+  })
+
   test('a worker restart is seen as disconnected, with the delay before the retry, then connected', async () => {
     const events = collect<ConnectionMessage>(channels.connection)
     const connected = connect({})
