@@ -47,7 +47,9 @@ import {
   type RawRecord,
   type RunHandoverOptions,
   type SendOptions,
+  type TargetCommand,
   type TargetEnv,
+  type TargetProcess,
   type TestWorker,
   type TestWorkerOptions,
   type ViolationRecord,
@@ -221,3 +223,18 @@ handlerCalls.subscribe({
   asyncEnd: (context) => console.log(context.result),
   error: (context) => console.log(context.error),
 })
+
+// A new build as the target: the kit starts it from its command and hands back its process.
+export async function handOverToNewBuild(worker: TestWorker, source: Instance): Promise<void> {
+  const newBuild: TargetCommand = {
+    command: ['node', 'v2.mjs'],
+    env: { LOG_LEVEL: 'debug' },
+    onOutput: (line: string, stream: 'stdout' | 'stderr') => console.log(stream, line),
+  }
+  const timeline: HandoverTimeline = await runHandover({ worker, source, target: newBuild })
+  const started: TargetProcess | undefined = timeline.target
+  if (started && !started.exited) {
+    console.log(started.pid, started.command.join(' '), started.lastLines.length)
+    await started.stop(1000)
+  }
+}
