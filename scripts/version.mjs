@@ -6,9 +6,11 @@
 //     create-npm-dirs, and lib/addon/napi-loader.js, the committed native loader, by napi's
 //     writeJsBinding (scripts/lib/release-files.mjs);
 //   - package-lock.json: the testing workspace's entry (npm install --package-lock-only).
-// Under `npm version` with git tagging on, it stages them for npm's commit.
+// When npm commits and tags (its default, unless --no-git-tag-version or git-tag-version=false,
+// which npm passes on as npm_config_git_tag_version "" or "false"), it stages them for that
+// commit: npm itself adds only package.json and package-lock.json.
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { LOADER, writeLoader, writePlatformPackages } from './lib/release-files.mjs'
@@ -22,7 +24,8 @@ await writePlatformPackages(ROOT)
 await writePlatformPackages(join(ROOT, 'testing'))
 await writeLoader(version)
 run(ROOT, 'npm', 'install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error')
-if (process.env.npm_config_git_tag_version === 'true') {
+const gitTagVersion = !['', 'false'].includes(process.env.npm_config_git_tag_version ?? 'true')
+if (gitTagVersion && existsSync(join(ROOT, '.git'))) {
   run(ROOT, 'git', 'add', 'testing/package.json', 'npm', 'testing/npm', LOADER, 'package-lock.json')
 }
 console.error(`version.mjs: both packages, their 16 platform packages and ${LOADER} at ${version}`)
