@@ -133,7 +133,7 @@ release() {
 # none names another) and then it; nothing if the registry has the package already (its platform
 # packages went before it).
 publish() {
-  local dir=$1 name files d pids=() pid failed=0
+  local dir=$1 name files d verb pids=() pid failed=0
   name=$(node -p 'require(process.argv[1]).name' "$dir/package.json")
   if [ -z "${PACK_TO:-}" ] && published "$name"; then
     echo "publish.sh: $name@$VERSION is on $REGISTRY already, and so are its platform packages: skipped" >&2
@@ -148,7 +148,9 @@ publish() {
   if grep '\.node$' <<<"$files"; then fail "$name carries a binary"; fi
   if grep '"file:' "$dir/package.json"; then fail "$name has a file: spec"; fi
   [ "$dir" != "$PKG" ] || grep -qx lib/addon/ctl-migration.wasm <<<"$files" || fail "$name lacks the WebAssembly build"
-  say "${PACK_TO:+npm pack}${PACK_TO:-npm publish}: $name and its platform packages"
+  verb=publish
+  [ -z "${PACK_TO:-}" ] || verb=pack
+  say "npm $verb: $name and its platform packages"
   for d in "$dir"/npm/*; do
     release "$d" &
     pids+=("$!")
