@@ -1,6 +1,8 @@
 // How a run ends: the times it reports include every wait, an interrupted run still reports what
 // happened, and what cannot work is said before any product starts or in one line.
-import { existsSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { BIN, cli, type Run, start, tempDir } from './support/run'
@@ -77,6 +79,25 @@ describe('interrupted', () => {
     expect(doc.handovers.at(-1)!.migrationId).toMatch(/^handover-\d+$/)
     expect(ended.stderr).toMatch(new RegExp(`INTERRUPTED by ${signal} \\(seed 5\\): \\d+ handover\\(s\\) so far\\n$`))
     expect(ended.stderr).toMatch(/^ {2}handover +fault +outcome/m)
+  })
+
+  test('compat, by SIGINT: exit 130, its target stopped, no state begun after it, the summary and one JSON document', async () => {
+    const dir = tempDir('ctl-migration-states-')
+    for (const n of [1, 2]) {
+      const saved = { format: 'ctl-migration-state/1', savedAt: new Date().toISOString(), migrationId: `handover-${n}`, sourceCommand: 'node product.mjs', state: { next: n } }
+      writeFileSync(join(dir, `2026-01-01T00-00-0${n}.000Z-handover-${n}-node-product.mjs.json`), JSON.stringify(saved))
+    }
+    const marker = `--marker=${randomUUID()}`
+    // The target never reports ready: the first state is under way until the step timeout.
+    const { child, run, done } = start(['compat', dir, '--json', '--step-timeout-ms', '20000', '--', 'node', 'product.mjs', marker], { PRODUCT_MODE: 'never-ready' }, undefined, BIN)
+    await seen(run, /compat-1 +launch +ok/)
+    process.kill(-child.pid!, 'SIGINT')
+    const ended = await done
+    expect(ended.code).toBe(130)
+    expect(JSON.parse(ended.stdout)).toMatchObject({ ok: false, interrupted: 'SIGINT', results: [] })
+    expect(ended.stderr).not.toMatch(/compat-2/)
+    expect(ended.stderr).toMatch(/INTERRUPTED by SIGINT: 0 state\(s\) so far\n$/)
+    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(marker)
   })
 })
 

@@ -6,7 +6,7 @@
 // every one.
 import { writeFileSync } from 'node:fs'
 import { startTestWorker } from '../lib/testing.mjs'
-import { Product, running } from '../lib/product.js'
+import { Product, running, signalGroup } from '../lib/product.js'
 import { renderCompatJunit } from './junit.mjs'
 import { shown } from './options.mjs'
 import { readStates } from './states.mjs'
@@ -30,26 +30,38 @@ export async function compatCommand(options) {
   const worker = await startTestWorker()
   /** @type {CompatResult[]} */
   const results = []
-  // Ctrl-C: no product outlives the run (each is in a process group of its own).
+  // Ctrl-C, as `handover`: every product stopped (each is in a process group of its own), no
+  // state begun after it, then the summary, JSON and JUnit of the states checked so far; a second
+  // signal exits at once.
+  /** @type {'SIGINT' | 'SIGTERM' | undefined} */
+  let interrupted
   for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
     process.on(signal, () => {
+      if (interrupted) {
+        for (const p of running) signalGroup(p.pid, 'SIGKILL')
+        process.exit(EXIT[signal])
+      }
+      interrupted = signal
       view.event('ctl-migration', `${signal}: stopping every product process`)
-      void Promise.all([...running].map((p) => p.stop(INTERRUPT_GRACE_MS))).then(() => process.exit(EXIT[signal]))
+      for (const p of running) void p.stop(INTERRUPT_GRACE_MS)
     })
   }
   try {
     view.event('compat', `${states.length} saved state(s) in ${options.states}, each adopted by: ${command}`)
     for (const [i, read] of states.entries()) {
       const result = 'error' in read ? { file: read.file, ok: false, error: read.error, steps: [] } : await adopt(worker, options, view, read.file, read.saved, i + 1)
+      // The state under way when the run was interrupted was not judged: its target was stopped.
+      if (interrupted) break
       results.push(result)
       view.compat(result)
     }
   } finally {
-    await Promise.all([...running].map((p) => p.stop(RETIRE_GRACE_MS)))
+    await Promise.all([...running].map((p) => p.stop(interrupted ? INTERRUPT_GRACE_MS : RETIRE_GRACE_MS)))
     await worker.close()
   }
-  const ok = results.length > 0 && results.every((r) => r.ok)
-  const document = { ok, command, states: options.states, results }
+  const ok = !interrupted && results.length > 0 && results.every((r) => r.ok)
+  /** @type {import('./document.mjs').CompatDocument} */
+  const document = { ok, ...(interrupted ? { interrupted } : {}), command, states: options.states, results }
   if (options.junit !== undefined) {
     try {
       writeFileSync(options.junit, renderCompatJunit(document))
@@ -62,7 +74,7 @@ export async function compatCommand(options) {
   view.compatSummary(document)
   view.done()
   if (options.json) process.stdout.write(`${JSON.stringify(document, null, 2)}\n`)
-  return document.ok ? EXIT.ok : EXIT.failed
+  return interrupted ? EXIT[interrupted] : document.ok ? EXIT.ok : EXIT.failed
 }
 
 /** One saved state, adopted by a target of the build, or the step it stopped at.

@@ -76,6 +76,7 @@
  * The document of a compat run.
  * @typedef {object} CompatDocument
  * @property {boolean} ok every state adopted (and there was at least one)
+ * @property {'SIGINT' | 'SIGTERM'} [interrupted] the signal that stopped the run
  * @property {string} command the build that adopted them
  * @property {string} states the directory
  * @property {CompatResult[]} results

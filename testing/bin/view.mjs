@@ -154,7 +154,8 @@ export function createView({ json }) {
       line('')
       for (const r of document.results) line(`  ${(r.ok ? 'ok' : r.step ? `at ${r.step}` : 'unreadable').padEnd(16)}  ${r.file}`)
       const failed = document.results.filter((r) => !r.ok)
-      if (document.results.length === 0) line(`FAILED: no saved state in ${document.states} (handover --save-states ${document.states} writes them)`)
+      if (document.interrupted) line(`INTERRUPTED by ${document.interrupted}: ${document.results.length} state(s) so far`)
+      else if (document.results.length === 0) line(`FAILED: no saved state in ${document.states} (handover --save-states ${document.states} writes them)`)
       else if (document.ok) line(`ok: ${document.command} adopted all ${document.results.length} state(s)`)
       else line(`FAILED: ${failed.length} of ${document.results.length} state(s) not adopted by ${document.command}; the first, ${failed[0].file}: ${failed[0].error}`)
     },
