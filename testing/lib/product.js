@@ -172,4 +172,4 @@ function visible(text) {
   })
 }
 
-module.exports = { Product, running, signalGroup, visible }
+module.exports = { Product, running, signalGroup }
