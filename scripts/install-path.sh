@@ -235,6 +235,10 @@ check "without binaries: the testing kit says it needs the native addon" node -e
   require("@norskvideo/ctl-migration-testing").startTestWorker().then(
     () => process.exit(1),
     (e) => { console.error(e.message); if (!/^@norskvideo\/ctl-migration-testing needs the native addon/.test(e.message)) process.exit(1) })'
+# shellcheck disable=SC2016 # the inner shell expands them
+check "without binaries: the command line says so in its one line, no stack, exit 1" sh -c '
+  out=$(npx --no ctl-migration handover -- node -e 0 2>&1); rc=$?; echo "$out"
+  [ "$rc" = 1 ] && echo "$out" | grep -q "^ctl-migration: @norskvideo/ctl-migration-testing needs the native addon" && ! echo "$out" | grep -q "^    at "'
 # Node 22 from the npm registry; with SWEEP_NODE, that Node (off Linux x64 the registry's `node`
 # package has no binary for most versions: the release workflow's legs there sweep setup-node's).
 NODE22=${SWEEP_NODE:-$("$ROOT/scripts/runtime-bin.sh" node22)}

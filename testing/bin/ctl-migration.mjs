@@ -37,7 +37,10 @@ main(process.argv.slice(2)).then(
   // before it connected, say) must not hold the exit.
   (status) => process.stdout.write('', () => process.exit(status)),
   (e) => {
-    process.stderr.write(`ctl-migration: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`)
+    // The packages' own errors (ERR_CTL_MIGRATION_*, the kit's missing binary say) explain
+    // themselves: their message; anything else, its stack.
+    const own = typeof e?.code === 'string' && e.code.startsWith('ERR_CTL_MIGRATION_')
+    process.stderr.write(`ctl-migration: ${e instanceof Error ? (own ? e.message : (e.stack ?? e.message)) : String(e)}\n`)
     for (const p of running) signalGroup(p.pid, 'SIGKILL')
     process.exit(EXIT.failed)
   },
