@@ -495,6 +495,22 @@ describe('a source handing over', () => {
     expect(client.connected).toBe(true)
   })
 
+  test('a falsy handler other than null or undefined is called, as the reference calls it with ?.', async () => {
+    const { client, socket } = await connected({ onAbort: 0 } as unknown as MigrationHandlers)
+    socket.receive({ type: 'abort', migrationId: 'm1', reason: 'x' })
+    await flush()
+    expect(logs).toContain("handler for 'abort' threw: TypeError: this.handlers.onAbort is not a function")
+    expect(client.connected).toBe(true)
+  })
+
+  test('a falsy onGetState is no handler, as the reference tests it for truth', async () => {
+    const { socket } = await connected({ onGetState: 0 } as unknown as MigrationHandlers)
+    socket.receive({ type: 'get-state', migrationId: 'm1' })
+    await flush()
+    expect(socket.frames[1]).toMatchObject({ type: 'state-refused' })
+    expect(JSON.stringify(socket.frames[1])).toContain('registered no onGetState handler')
+  })
+
   test('an onGetState that is not a function is refused with the TypeError calling it throws', async () => {
     const { socket } = await connected({ onGetState: 5 } as unknown as MigrationHandlers)
     socket.receive({ type: 'get-state', migrationId: 'm1' })

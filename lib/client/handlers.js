@@ -9,6 +9,8 @@ const diagnostics = require('../diagnostics.js')
 const { describe } = require('./values.js')
 const { isStateRefusal } = require('./refusal.js')
 
+const TESTED_FOR_TRUTH = new Set(['onGetState', 'onInitialState'])
+
 /** @typedef {import('../addon/wire').JsAction} JsAction */
 /** @typedef {import('../addon/wire').Settled} Settled */
 /** @typedef {Extract<JsAction, { kind: 'Call' }>} HandlerAction */
@@ -54,7 +56,9 @@ function handlerCalls({ handlers, core, run, clientId, reportGlueError }) {
     } catch (e) {
       return settled('Threw', describe(e))
     }
-    if (!handler) return settled('Missing')
+    // The reference tests onGetState and onInitialState for truth and calls the others with `?.`:
+    // a falsy value other than null or undefined is, for those, a handler that is not a function.
+    if (handler === undefined || handler === null || (!handler && TESTED_FOR_TRUTH.has(name))) return settled('Missing')
     const context = diagnostics.handlerContext(clientId, name, action.migrationId)
     // The propose is called with the migration alone; every other handler with its argument.
     // One that is not a function throws what the reference's call of it throws.
