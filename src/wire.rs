@@ -1,5 +1,6 @@
-//! The native client's WebSocket: tungstenite's synchronous protocol over a non-blocking TCP
-//! socket (with rustls for `wss://`), so either thread can read or write it without waiting.
+//! The native client's WebSocket: the driver's WebSocket over buffers ([`Wire`]) and a
+//! non-blocking TCP socket (with rustls for `wss://`) whose bytes [`Ws`] moves in and out, so
+//! either thread can read or write it without waiting.
 //!
 //! Which thread waits for the socket changes over a connection's life (`native/handoff.rs`):
 //! the runtime thread connects, and reads whenever the JavaScript thread cannot; on Node the
@@ -8,11 +9,11 @@
 //! reactor; while JavaScript reads, nothing of ours is registered, so an arriving frame wakes
 //! one thread, not two.
 
-use crate::tls::{tls_config, TlsSetupError};
-use ctl_migration_driver::ws::socket_config;
+use crate::tls::tls_config;
+use ctl_migration_driver::wire::{Incoming, SendError, Wire};
+use ctl_migration_driver::ws::would_block;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, StreamOwned};
-use std::fmt;
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -20,10 +21,96 @@ use std::task::{Context, Poll};
 use tokio::io::Interest;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::error::{Error as WsError, TlsError, UrlError};
-use tungstenite::handshake::HandshakeError;
-use tungstenite::WebSocket;
+use tungstenite::Message;
 
-pub type Ws = WebSocket<Stream>;
+/// One WebSocket to the worker: the driver's protocol over buffers, and the socket it reads
+/// from and writes to.
+pub struct Ws {
+    wire: Wire,
+    stream: Stream,
+    /// What the wire wrote that the socket has not taken yet.
+    unsent: Vec<u8>,
+    /// Where a read of the socket lands before the wire takes it in.
+    chunk: Box<[u8]>,
+}
+
+impl Ws {
+    pub fn tcp(&self) -> &Tcp {
+        self.stream.tcp()
+    }
+
+    pub fn tcp_mut(&mut self) -> &mut Tcp {
+        self.stream.tcp_mut()
+    }
+
+    /// Reads the next message, reading the socket when the bytes already in hold none.
+    pub fn read(&mut self) -> Result<Message, WsError> {
+        loop {
+            match self.wire.read() {
+                Incoming::Read(read) => {
+                    // A ping's pong, a close's reply: out with what is waiting to go.
+                    let _ = self.flush();
+                    return read;
+                }
+                _ => self.fill()?,
+            }
+        }
+    }
+
+    /// One read of the socket into the wire; its end is the wire's to read, as tungstenite
+    /// would a stream's.
+    fn fill(&mut self) -> Result<(), WsError> {
+        match self.stream.read(&mut self.chunk)? {
+            0 => self.wire.take_end(),
+            n => self.wire.take_in(&self.chunk[..n]),
+        }
+        Ok(())
+    }
+
+    /// Sends `text` and, when the core asks for it (D13), the ping that proves the worker read
+    /// it, in one write: frames are read in order, so its pong comes only after the report was.
+    pub fn send(&mut self, text: &str, ping_after: Option<u64>) -> Result<(), WsError> {
+        self.wire.send(text, ping_after).map_err(ws_error)?;
+        self.flush()
+    }
+
+    /// A heartbeat ping carrying `number`.
+    pub fn ping(&mut self, number: u64) -> Result<(), WsError> {
+        self.wire.ping(number).map_err(ws_error)?;
+        self.flush()
+    }
+
+    /// Queues the close frame, for the next flush; reads go on to the worker's reply.
+    pub fn close(&mut self, code: u16, reason: &'static str) {
+        self.wire.close(code, reason);
+    }
+
+    /// Writes what is waiting to go; would block when the socket does not take it all (the
+    /// rest stays, for the next flush).
+    pub fn flush(&mut self) -> Result<(), WsError> {
+        self.wire.drain_output(&mut self.unsent);
+        let mut written = 0;
+        let result = loop {
+            if written == self.unsent.len() {
+                break self.stream.flush();
+            }
+            match self.stream.write(&self.unsent[written..]) {
+                Ok(0) => break Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => written += n,
+                Err(e) => break Err(e),
+            }
+        };
+        self.unsent.drain(..written);
+        Ok(result?)
+    }
+}
+
+fn ws_error(error: SendError) -> WsError {
+    match error {
+        SendError::Ws(e) => e,
+        SendError::NotOpen => WsError::AlreadyClosed,
+    }
+}
 
 /// The TCP connection under a WebSocket.
 pub struct Tcp {
@@ -243,61 +330,21 @@ impl Write for Stream {
     }
 }
 
-/// Why a connection to the worker could not be made; each says it in tungstenite's words (or
-/// the TLS set-up's), for a log line.
-#[derive(Debug)]
-pub enum ConnectError {
-    WebSocket(WsError),
-    Tls(TlsSetupError),
-}
-
-impl fmt::Display for ConnectError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConnectError::WebSocket(e) => e.fmt(f),
-            ConnectError::Tls(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ConnectError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ConnectError::WebSocket(e) => Some(e),
-            ConnectError::Tls(e) => Some(e),
-        }
-    }
-}
-
-impl From<WsError> for ConnectError {
-    fn from(e: WsError) -> Self {
-        ConnectError::WebSocket(e)
-    }
-}
-
-impl From<io::Error> for ConnectError {
-    fn from(e: io::Error) -> Self {
-        ConnectError::WebSocket(WsError::Io(e))
-    }
-}
-
-impl From<TlsSetupError> for ConnectError {
-    fn from(e: TlsSetupError) -> Self {
-        ConnectError::Tls(e)
-    }
-}
-
 /// Connects to the worker and makes the WebSocket handshake, on the runtime thread; the socket
-/// comes back registered with its reactor.
-pub async fn connect(url: &str) -> Result<Ws, ConnectError> {
-    let request = url.into_client_request()?;
+/// comes back registered with its reactor. Why not, in tungstenite's words (or the TLS
+/// set-up's), for a log line.
+pub async fn connect(url: &str) -> Result<Ws, String> {
+    let io = |e: io::Error| WsError::Io(e).to_string();
+    let request = url.into_client_request().map_err(|e| e.to_string())?;
     let uri = request.uri();
     let tls = match uri.scheme_str() {
         Some("wss") => true,
         Some("ws") => false,
-        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme).into()),
+        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme).to_string()),
     };
-    let host = uri.host().ok_or(WsError::Url(UrlError::NoHostName))?;
+    let host = uri
+        .host()
+        .ok_or_else(|| WsError::Url(UrlError::NoHostName).to_string())?;
     // An IPv6 literal comes bracketed, as neither the resolver nor rustls takes it.
     let host = host
         .strip_prefix('[')
@@ -306,41 +353,62 @@ pub async fn connect(url: &str) -> Result<Ws, ConnectError> {
         .to_owned();
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
 
-    let connected = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-    connected.set_nodelay(true)?;
+    let connected = tokio::net::TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(io)?;
+    connected.set_nodelay(true).map_err(io)?;
     let mut tcp = Tcp {
-        socket: connected.into_std()?,
+        socket: connected.into_std().map_err(io)?,
         reactor: None,
         blocked: Interest::READABLE,
         emptied: false,
         poll_stopped: false,
     };
-    tcp.register()?;
+    tcp.register().map_err(io)?;
 
     // wss only ever through rustls with our trust store; ws stays plain. Redirects are not
     // followed, and wss never falls back to ws.
     let stream = if tls {
-        let name =
-            ServerName::try_from(host).map_err(|_| WsError::Tls(TlsError::InvalidDnsName))?;
-        let session = ClientConnection::new(tls_config()?, name)
-            .map_err(|e| WsError::Tls(TlsError::Rustls(Box::new(e))))?;
+        let name = ServerName::try_from(host)
+            .map_err(|_| WsError::Tls(TlsError::InvalidDnsName).to_string())?;
+        let session = ClientConnection::new(tls_config().map_err(|e| e.to_string())?, name)
+            .map_err(|e| WsError::Tls(TlsError::Rustls(Box::new(e))).to_string())?;
         Stream::Tls(Box::new(StreamOwned::new(session, tcp)))
     } else {
         Stream::Plain(tcp)
     };
-    let mut attempt =
-        tungstenite::client::client_with_config(request, stream, Some(socket_config()));
+    let (wire, refused) = Wire::connected(url);
+    if let Some(refused) = refused {
+        return Err(refused);
+    }
+    let mut ws = Ws {
+        wire,
+        stream,
+        unsent: Vec::new(),
+        chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+    };
     loop {
-        match attempt {
-            Ok((ws, _response)) => return Ok(ws),
-            Err(HandshakeError::Failure(e)) => return Err(e.into()),
-            Err(HandshakeError::Interrupted(mut mid)) => {
-                poll_fn(|cx| mid.get_mut().get_mut().tcp().poll_blocked(cx)).await?;
-                attempt = mid.handshake();
+        let step = match ws.flush() {
+            Ok(()) => match ws.wire.read() {
+                Incoming::Opened => return Ok(ws),
+                Incoming::Refused(refused) => return Err(refused),
+                _ => ws.fill(),
+            },
+            blocked => blocked,
+        };
+        match step {
+            Err(e) if would_block(&e) => {
+                poll_fn(|cx| ws.tcp().poll_blocked(cx)).await.map_err(io)?;
             }
+            Err(e) => return Err(e.to_string()),
+            Ok(()) => {}
         }
     }
 }
+
+/// How much one read of the socket takes, as tungstenite's own read buffer did (see
+/// `socket_config`).
+const READ_CHUNK: usize = 16 * 1024;
 
 #[cfg(test)]
 mod tests {

@@ -29,7 +29,7 @@ mod tests;
 
 use crate::wire::Ws;
 use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
-use ctl_migration_driver::ws::{self, ping, would_block, Fed, Retire};
+use ctl_migration_driver::ws::{self, would_block, Fed, Retire};
 use ctl_migration_runtime::{runtime, RuntimeError};
 use handoff::{Handoff, JsTurn, Reader, Undelivered};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -145,13 +145,13 @@ impl<S> State<S> {
             && self
                 .socket
                 .as_ref()
-                .is_some_and(|ws| ws.get_ref().tcp().has_input_beyond(0))
+                .is_some_and(|ws| ws.tcp().has_input_beyond(0))
     }
 
     /// The runtime thread reads (and waits for) the socket from now on.
     fn reclaim(&mut self) -> std::io::Result<()> {
         match self.socket.as_mut() {
-            Some(ws) if self.handoff.reclaim() => ws.get_mut().tcp_mut().register(),
+            Some(ws) if self.handoff.reclaim() => ws.tcp_mut().register(),
             _ => Ok(()),
         }
     }
@@ -223,7 +223,7 @@ impl<S: JsSink> NativeClient<S> {
         if !state.handoff.accept() {
             return None;
         }
-        let tcp = ws.get_mut().tcp_mut();
+        let tcp = ws.tcp_mut();
         match tcp.duplicate() {
             Ok(copy) => {
                 tcp.unregister();
@@ -241,7 +241,7 @@ impl<S: JsSink> NativeClient<S> {
     /// find out how).
     pub fn poll_stopped(&self) {
         if let Some(ws) = lock(&self.state).socket.as_mut() {
-            ws.get_mut().tcp_mut().poll_stopped();
+            ws.tcp_mut().poll_stopped();
         }
     }
 
@@ -311,9 +311,9 @@ fn write_now(socket: Option<&mut Ws>, out: &Outbound) -> Written {
     let Some(ws) = socket else {
         return Written::Busy;
     };
-    match write_frame(ws, out) {
+    match ws.send(&out.text, out.ping_after) {
         Ok(()) => Written::Sent,
-        // tungstenite keeps what it could not write.
+        // The socket keeps what it could not write.
         Err(e) if would_block(&e) => Written::Unflushed,
         Err(e) => Written::Failed(e),
     }
@@ -376,21 +376,6 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
         actions: js,
         ..JsWork::default()
     }
-}
-
-/// Writes `out` and, when the core asks for it (D13), the ping that will prove the worker read
-/// it, in one write: frames are read in order, so its pong comes only after the report was.
-pub(super) fn write_frame(ws: &mut Ws, out: &Outbound) -> Result<(), WsError> {
-    // A write that would block has buffered its frame all the same; the flush says so.
-    let buffered = |written: Result<(), WsError>| match written {
-        Err(e) if !would_block(&e) => Err(e),
-        _ => Ok(()),
-    };
-    buffered(ws.write(Message::text(out.text.clone())))?;
-    if let Some(number) = out.ping_after {
-        buffered(ws.write(ping(number)))?;
-    }
-    ws.flush()
 }
 
 /// What one read of the socket came to; `W` is what it asks of JavaScript.

@@ -4,12 +4,12 @@
 //! on the worker (a write the worker does not take, a close handshake) are bounded by the core
 //! through the same timer.
 
-use super::{feed, for_js, lock, read_one, write_frame, Caller, Delivery, JsSink, Read, State};
+use super::{feed, for_js, lock, read_one, Caller, Delivery, JsSink, Read, State};
 use crate::native::handoff::Reader;
-use crate::wire::{connect, ConnectError, Ws};
+use crate::wire::{connect, Ws};
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use ctl_migration_core::protocol::{Outbound, Wait};
-use ctl_migration_driver::ws::{close_frame, ping, would_block, Retire};
+use ctl_migration_driver::ws::{would_block, Retire};
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::{pin, Pin};
@@ -87,7 +87,7 @@ fn timeout<S: JsSink>(state: &Mutex<State<S>>, at: f64) {
     feed(state, |core, now| core.handle_timeout(now.max(at)));
 }
 
-type Connecting = Pin<Box<dyn Future<Output = Result<Ws, ConnectError>> + Send>>;
+type Connecting = Pin<Box<dyn Future<Output = Result<Ws, String>> + Send>>;
 
 /// The connection task. Every rule about when is the core's.
 pub(super) async fn drive<S: JsSink>(
@@ -155,7 +155,7 @@ pub(super) async fn drive<S: JsSink>(
                         lock(&state).socket = Some(ws);
                         feed(&state, |core, now| core.on_open(now));
                     }
-                    Err(error) => feed(&state, |core, now| core.on_open_failed(&error.to_string(), now)),
+                    Err(error) => feed(&state, |core, now| core.on_open_failed(&error, now)),
                 }
             }
             read = next_read(&state) => {
@@ -190,7 +190,7 @@ pub(super) async fn drive<S: JsSink>(
     lock(&state).js = None;
 }
 
-async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Ws, ConnectError> {
+async fn until_connected(connecting: &mut Option<Connecting>) -> Result<Ws, String> {
     match connecting {
         Some(attempt) => attempt.await,
         None => std::future::pending().await,
@@ -228,7 +228,7 @@ async fn next_read<S>(state: &Mutex<State<S>>) -> Read<Option<Delivery<S>>> {
             // change of reader back to this thread.
             return Poll::Pending;
         };
-        let readable = ws.get_ref().tcp().poll_readable(cx);
+        let readable = ws.tcp().poll_readable(cx);
         if state.handoff.offer() {
             let offer = super::JsWork {
                 offers_socket: true,
@@ -366,10 +366,10 @@ async fn write<S: JsSink>(
         let Some(ws) = state.socket.as_mut() else {
             return Poll::Ready(Err(WaitError::Ended));
         };
-        // Once written, what would block stays buffered in tungstenite: flush it.
+        // Once written, what would block stays buffered: flush it.
         let result = match out.take().unwrap_or(Out::Buffered) {
-            Out::Frame(frame) => write_frame(ws, frame),
-            Out::Ping(number) => ws.send(ping(number)),
+            Out::Frame(frame) => ws.send(&frame.text, frame.ping_after),
+            Out::Ping(number) => ws.ping(number),
             Out::Buffered => ws.flush(),
         };
         match result {
@@ -381,7 +381,7 @@ async fn write<S: JsSink>(
                 let Some(ws) = state.socket.as_ref() else {
                     return Poll::Ready(Err(WaitError::Ended));
                 };
-                match ws.get_ref().tcp().poll_blocked(cx) {
+                match ws.tcp().poll_blocked(cx) {
                     Poll::Pending => Poll::Pending,
                     Poll::Ready(Ok(())) => {
                         cx.waker().wake_by_ref();
@@ -423,7 +423,7 @@ async fn retire<S: JsSink>(
     mut ws: Box<Ws>,
     how: Retire,
 ) {
-    if ws.get_mut().tcp_mut().register().is_err() {
+    if ws.tcp_mut().register().is_err() {
         return;
     }
     match how {
@@ -446,7 +446,7 @@ async fn wait_io(
     poll_fn(|cx| loop {
         match op(ws) {
             Ok(()) => return Poll::Ready(Ok(())),
-            Err(e) if would_block(&e) => match ws.get_ref().tcp().poll_blocked(cx) {
+            Err(e) if would_block(&e) => match ws.tcp().poll_blocked(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(())) => continue,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(WaitError::Socket(e))),
@@ -466,15 +466,16 @@ async fn close_socket<S: JsSink>(
     code: u16,
     reason: Option<&'static str>,
 ) {
-    if ws.get_mut().tcp_mut().register().is_err() {
+    if ws.tcp_mut().register().is_err() {
         return;
     }
-    let mut frame = Some(close_frame(code, reason.unwrap_or("")));
+    let mut close = Some((code, reason.unwrap_or("")));
     let handshake = wait_io(&mut ws, |ws| {
-        // Once the close is queued, reading flushes it and ends at the worker's reply.
-        if let Some(frame) = frame.take() {
-            ws.close(Some(frame))?;
+        // Once the close is sent, reading ends at the worker's reply.
+        if let Some((code, reason)) = close.take() {
+            ws.close(code, reason);
         }
+        ws.flush()?;
         loop {
             ws.read()?;
         }
@@ -493,20 +494,20 @@ async fn close_unreadable<S: JsSink>(
     code: u16,
     reason: &'static str,
 ) {
-    let mut frame = Some(close_frame(code, reason));
+    let mut close = Some((code, reason));
     let send = wait_io(ws, |ws| {
-        if let Some(frame) = frame.take() {
-            ws.close(Some(frame))?;
+        if let Some((code, reason)) = close.take() {
+            ws.close(code, reason);
         }
         ws.flush()
     });
     let _ = bounded(state, timer, Wait::CloseHandshake, send).await;
-    ws.get_ref().tcp().shutdown_write();
+    ws.tcp().shutdown_write();
     let mut discard = vec![0u8; MAX_FRAME_BYTES];
     let drain = wait_io(ws, |ws| {
         use std::io::Read as _;
         loop {
-            match ws.get_mut().tcp_mut().read(&mut discard) {
+            match ws.tcp_mut().read(&mut discard) {
                 Ok(0) => return Ok(()),
                 Ok(_) => {}
                 Err(e) => return Err(WsError::Io(e)),
@@ -558,7 +559,7 @@ mod tests {
         let mut frames = 0;
         loop {
             frames += 1;
-            match ws.send(Message::binary(vec![0u8; 60_000])) {
+            match ws.send(&"0".repeat(60_000), None) {
                 Ok(()) => {}
                 Err(e) if would_block(&e) => break,
                 Err(e) => panic!("{e}"),
@@ -577,7 +578,7 @@ mod tests {
                 let mut read = 0;
                 while read < frames {
                     match worker.read() {
-                        Ok(Message::Binary(_)) => read += 1,
+                        Ok(Message::Text(_)) => read += 1,
                         Ok(_) => {}
                         Err(e) => panic!("the worker's read: {e}"),
                     }

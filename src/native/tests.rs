@@ -127,7 +127,7 @@ pub(super) fn until(what: &str, mut ready: impl FnMut() -> bool) {
 
 /// Waits until exactly `bytes` of input lie in the client's socket.
 pub(super) fn arrived(ws: &Ws, bytes: usize) {
-    let tcp = ws.get_ref().tcp();
+    let tcp = ws.tcp();
     until(&format!("{bytes} bytes of input"), || {
         tcp.input_waiting() >= bytes
     });
@@ -450,7 +450,7 @@ fn the_javascript_thread_reads_nothing_once_the_runtime_thread_took_the_socket_b
 /// Whether the client's socket is registered with the runtime's reactor (a poll on one that is
 /// not fails).
 fn registered(state: &State<Recorder>) -> Outcome<bool> {
-    let tcp = state.socket.as_ref().or_fail("open")?.get_ref().tcp();
+    let tcp = state.socket.as_ref().or_fail("open")?.tcp();
     let mut cx = Context::from_waker(Waker::noop());
     Ok(!matches!(tcp.poll_readable(&mut cx), Poll::Ready(Err(_))))
 }
@@ -480,7 +480,6 @@ fn reclaiming_registers_the_socket_with_the_runtime_again() -> Outcome {
         .socket
         .as_mut()
         .or_fail("open")?
-        .get_mut()
         .tcp_mut()
         .unregister();
     let _guard = rt.enter();
@@ -524,7 +523,7 @@ fn a_reports_pong_wakes_javascript_as_any_input_does() -> Outcome {
     worker.flush().or_fail("the pong sent")?;
     let ws = state.socket.as_ref().or_fail("open")?;
     arrived(ws, PONG_BYTES);
-    assert!(ws.get_ref().tcp().polls_readable());
+    assert!(ws.tcp().polls_readable());
     assert!(state.javascript_behind());
     Ok(())
 }

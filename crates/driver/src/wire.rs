@@ -1,8 +1,8 @@
 //! The WebSocket over buffers: tungstenite's protocol (the handshake, framing, masks, the 64 KiB
 //! cap, UTF-8 and protocol checks, ping replies, the close handshake) over in-memory buffers, the
-//! bytes going in and out through a host's byte stream (the WebAssembly build's `node:net` /
-//! `node:tls` socket). The same WebSocket as the native client's, so the same heartbeat and D13
-//! confirmation by ping.
+//! bytes going in and out through a host's byte stream: the WebAssembly build's `node:net` /
+//! `node:tls` socket, the native addon's TCP (or rustls) socket. One WebSocket for both builds,
+//! so the same heartbeat and D13 confirmation by ping.
 
 use crate::ws::{close_frame, ping, socket_config, would_block};
 use std::io::{self, Read, Write};
@@ -42,11 +42,16 @@ pub struct Pipe {
     pub(crate) input: Vec<u8>,
     read_at: usize,
     pub(crate) output: Vec<u8>,
+    /// The stream ended after `input`: tungstenite reads its end, as it would a stream's.
+    ended: bool,
 }
 
 impl Read for Pipe {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let rest = &self.input[self.read_at..];
+        if rest.is_empty() && self.ended {
+            return Ok(0);
+        }
         if rest.is_empty() {
             // Nothing more has arrived: tungstenite keeps its place and is asked again later.
             return Err(io::ErrorKind::WouldBlock.into());
@@ -94,8 +99,6 @@ enum Link {
 /// One connection to the worker, from the TCP (and TLS) connection up.
 pub struct Wire {
     link: Option<Link>,
-    /// Bytes for a link that is gone (a close frame), still to be handed to the socket.
-    leftover: Vec<u8>,
     /// What the read after the latest message found, read ahead so that the glue knows whether
     /// to ask again (tungstenite buffers what it took from the stream: the stream's own bytes
     /// cannot tell).
@@ -109,7 +112,6 @@ impl Wire {
     pub fn connected(url: &str) -> (Wire, Option<String>) {
         let mut wire = Wire {
             link: None,
-            leftover: Vec::new(),
             ahead: None,
             more: false,
         };
@@ -138,9 +140,15 @@ impl Wire {
         }
     }
 
+    /// The stream ended after what it gave: the next read finds its end.
+    pub fn take_end(&mut self) {
+        if let Some(pipe) = self.pipe() {
+            pipe.ended = true;
+        }
+    }
+
     /// Moves what is to be written onto `out`.
     pub fn drain_output(&mut self, out: &mut Vec<u8>) {
-        out.append(&mut self.leftover);
         if let Some(pipe) = self.pipe() {
             out.append(&mut pipe.output);
         }
@@ -218,19 +226,13 @@ impl Wire {
         Ok(self.open()?.send(ping(number))?)
     }
 
-    /// Closes with `code` (the product's close, or input the worker broke): the close frame goes
-    /// out, and the link ends.
+    /// Closes with `code` (the product's close, or input the worker broke): the close frame is
+    /// queued to go out; reads go on to the worker's reply.
     pub fn close(&mut self, code: u16, reason: &'static str) {
-        if let Some(Link::Open(mut ws)) = self.link.take() {
+        if let Ok(ws) = self.open() {
             let _ = ws.close(Some(close_frame(code, reason)));
             let _ = ws.flush();
-            self.retire(&mut ws);
         }
-    }
-
-    /// Forgets the link, keeping what it still had to write.
-    fn retire(&mut self, ws: &mut WebSocket<Pipe>) {
-        self.leftover.append(&mut ws.get_mut().output);
     }
 
     /// Whether the upgrade is still under way.
