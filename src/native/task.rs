@@ -554,7 +554,7 @@ mod tests {
     fn a_write_that_must_wait_takes_the_socket_back_and_ends_when_the_worker_reads() -> Outcome {
         let rt = runtime()?;
         let (mut state, worker) = connected_js_reading(&rt)?;
-        // Fill the socket until a frame stays in tungstenite's buffer.
+        // Fill the socket until a frame stays unsent.
         let ws = state.socket.as_mut().or_fail("an open socket")?;
         let mut frames = 0;
         loop {
