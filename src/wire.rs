@@ -45,6 +45,11 @@ impl Ws {
 
     /// Reads the next message, reading the socket when the bytes already in hold none.
     pub fn read(&mut self) -> Result<Message, WsError> {
+        // The wire read ahead after its latest message: unless that found more, it holds
+        // nothing complete, and the socket is read first.
+        if !self.wire.more() {
+            self.fill()?;
+        }
         loop {
             match self.wire.read() {
                 Incoming::Read(read) => {
@@ -95,7 +100,13 @@ impl Ws {
                 break self.stream.flush();
             }
             match self.stream.write(&self.unsent[written..]) {
-                Ok(0) => break Err(io::ErrorKind::WriteZero.into()),
+                // As tungstenite says it of a stream that takes nothing.
+                Ok(0) => {
+                    break Err(io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        "Connection reset while sending",
+                    ))
+                }
                 Ok(n) => written += n,
                 Err(e) => break Err(e),
             }

@@ -247,3 +247,68 @@ impl Wire {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tungstenite::error::ProtocolError;
+
+    /// A wire whose upgrade request is written, and that request.
+    fn upgrading() -> (Wire, Vec<u8>) {
+        let (mut wire, refused) = Wire::connected("ws://worker/instances/j/r");
+        assert_eq!(refused, None);
+        let mut request = Vec::new();
+        wire.drain_output(&mut request);
+        (wire, request)
+    }
+
+    /// An open wire and the worker's end of it.
+    fn open() -> (Wire, WebSocket<Pipe>) {
+        let (mut wire, request) = upgrading();
+        let stream = Pipe {
+            input: request,
+            ..Pipe::default()
+        };
+        let mut worker = match tungstenite::accept(stream) {
+            Ok(worker) => worker,
+            Err(e) => panic!("the upgrade: {e}"),
+        };
+        wire.take_in(&std::mem::take(&mut worker.get_mut().output));
+        assert!(matches!(wire.read(), Incoming::Opened));
+        (wire, worker)
+    }
+
+    #[test]
+    fn a_stream_that_ends_during_the_upgrade_refuses_it_in_tungstenites_words() {
+        let (mut wire, _request) = upgrading();
+        wire.take_end();
+        assert!(
+            matches!(wire.read(), Incoming::Refused(why) if why.ends_with("Handshake not finished"))
+        );
+    }
+
+    #[test]
+    fn a_stream_that_ends_on_an_open_wire_is_a_reset_without_a_close() {
+        let (mut wire, _worker) = open();
+        wire.take_end();
+        assert!(matches!(
+            wire.read(),
+            Incoming::Read(Err(WsError::Protocol(
+                ProtocolError::ResetWithoutClosingHandshake
+            )))
+        ));
+    }
+
+    #[test]
+    fn a_closed_wire_reads_on_to_the_workers_reply() {
+        let (mut wire, mut worker) = open();
+        wire.close(1000, "job closing");
+        wire.drain_output(&mut worker.get_mut().input);
+        assert!(
+            matches!(worker.read(), Ok(Message::Close(Some(frame))) if u16::from(frame.code) == 1000)
+        );
+        let _ = worker.flush();
+        wire.take_in(&std::mem::take(&mut worker.get_mut().output));
+        assert!(matches!(wire.read(), Incoming::Read(Ok(Message::Close(_)))));
+    }
+}
