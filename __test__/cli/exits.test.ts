@@ -112,6 +112,12 @@ describe('what cannot work', () => {
     expect(existsSync(started)).toBe(false)
   })
 
+  test.skipIf(process.platform !== 'linux')('--save-states where no directory can be made: exit 2, not a hang', async () => {
+    const run = await cli(['handover', '--save-states', '/proc/ctl-migration-states', '--', 'node', '-e', ''])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toMatch(/^ctl-migration: --save-states \/proc\/ctl-migration-states: cannot be written \(ENOENT/)
+  })
+
   test('a command that cannot be spawned: exit 3, the spawn error in one line', async () => {
     const run = await cli(['handover', '--', 'no-such-command-for-ctl-migration'])
     expect(run.code).toBe(3)

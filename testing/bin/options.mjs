@@ -1,5 +1,5 @@
 // The command line of ctl-migration: its subcommands, their options, and the usage text.
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse as parseShell } from 'shell-quote'
@@ -205,7 +205,11 @@ function writable(option, file) {
 /** A directory the run writes into, made if it is not there yet. @param {string} option @param {string} dir */
 function directory(option, dir) {
   try {
-    mkdirSync(dir, { recursive: true })
+    // One level at a time, not `recursive: true`: Node's recursive mkdir loops for ever where
+    // mkdir answers ENOENT under a parent that exists (/proc), and the run would hang unsaid.
+    const missing = []
+    for (let at = resolve(dir); !existsSync(at); at = dirname(at)) missing.unshift(at)
+    for (const at of missing) mkdirSync(at)
     accessSync(dir, constants.W_OK)
   } catch (caught) {
     throw new UsageError(`${option} ${dir}: cannot be written (${caught instanceof Error ? caught.message : String(caught)})`)
