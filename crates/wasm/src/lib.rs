@@ -45,6 +45,16 @@ struct Module {
     write: Vec<u8>,
 }
 
+impl Module {
+    /// Forgets the latest answer: no outputs to decode, no bytes to write, no more to stream.
+    fn clear_answer(&mut self) {
+        self.output.clear();
+        self.write.clear();
+        OUTPUT_CELLS[2].store(0, Ordering::Relaxed);
+        OUTPUT_CELLS[3].store(0, Ordering::Relaxed);
+    }
+}
+
 thread_local! {
     static MODULE: RefCell<Module> = RefCell::default();
 }
@@ -55,10 +65,7 @@ thread_local! {
 fn handle_input(handle: u32, now: f64, f: impl InputOf) -> (u32, bool) {
     MODULE.with(|module| {
         let module = &mut *module.borrow_mut();
-        module.output.clear();
-        module.write.clear();
-        OUTPUT_CELLS[2].store(0, Ordering::Relaxed);
-        OUTPUT_CELLS[3].store(0, Ordering::Relaxed);
+        module.clear_answer();
         let Some(client) = module
             .clients
             .get_mut(handle as usize)
@@ -73,9 +80,7 @@ fn handle_input(handle: u32, now: f64, f: impl InputOf) -> (u32, bool) {
         let read = Refused::answer(made, &mut outputs).unwrap_or_else(|why| {
             // The glue asked what no handler can end in: said in the log, as the native
             // binding's error is.
-            outputs = vec![Output::Log {
-                line: format!("internal error: {why}"),
-            }];
+            outputs = vec![internal_error_line(&why)];
             false
         });
         // Nothing for the glue is no text at all: it has nothing to decode or parse. Writing
@@ -92,18 +97,19 @@ fn handle_input(handle: u32, now: f64, f: impl InputOf) -> (u32, bool) {
     })
 }
 
+/// The log line of a call the glue got wrong.
+fn internal_error_line(why: &dyn std::fmt::Display) -> Output {
+    Output::Log {
+        line: format!("internal error: {why}"),
+    }
+}
+
 /// Answers with the log line of a call the glue got wrong, as the native binding throws it.
 fn internal_error(why: &str) -> u32 {
     MODULE.with(|module| {
         let module = &mut *module.borrow_mut();
-        module.output.clear();
-        module.write.clear();
-        OUTPUT_CELLS[2].store(0, Ordering::Relaxed);
-        OUTPUT_CELLS[3].store(0, Ordering::Relaxed);
-        let line = [Output::Log {
-            line: format!("internal error: {why}"),
-        }];
-        let _ = serde_json::to_writer(&mut module.output, &line);
+        module.clear_answer();
+        let _ = serde_json::to_writer(&mut module.output, &[internal_error_line(&why)]);
         OUTPUT_CELLS[0].store(module.output.as_ptr() as usize as u32, Ordering::Relaxed);
         module.output.len() as u32
     })
