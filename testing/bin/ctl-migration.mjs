@@ -4,12 +4,14 @@
 // or two; and checks a build against the states real sources handed over. See docs/cli.md.
 //
 //   npx ctl-migration handover [options] -- <command> [args…]   (handover-run.mjs)
+//   npx ctl-migration replay FILE [FILE2] [options] -- <command>   (replay.mjs)
 //   npx ctl-migration compat DIR -- <command> [args…]            (compat.mjs)
 //   npx ctl-migration init [FILE]                                (init.mjs)
 import { compatCommand } from './compat.mjs'
 import { EXIT, handoverCommand } from './handover-run.mjs'
 import { writeStarter } from './init.mjs'
 import { parseOptions, USAGE, UsageError } from './options.mjs'
+import { replayCommand } from './replay.mjs'
 import { running, signalGroup } from '../lib/product.js'
 
 /** @param {string[]} argv @returns {Promise<number>} */
@@ -29,6 +31,7 @@ async function main(argv) {
   }
   if ('init' in options) return writeStarter(options.init)
   if ('compat' in options) return compatCommand(options.compat)
+  if ('replay' in options) return replayCommand(options.replay)
   return handoverCommand(options)
 }
 

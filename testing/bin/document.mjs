@@ -82,4 +82,30 @@
  * @property {CompatResult[]} results
  */
 
+/**
+ * Where a replay first disagreed with its recording.
+ * @typedef {object} Divergence
+ * @property {string} file the recording
+ * @property {'source' | 'target'} side
+ * @property {number} [index] the frame's place among the frames the recording's product sent, from 1
+ * @property {number} [line] the recording's line that holds it
+ * @property {string} type the frame's type (or what was waited for)
+ * @property {string} [path] the field that differs: `payload.last`
+ * @property {unknown} [expected] the recorded value there
+ * @property {unknown} [actual] the value the product sent now (absent: undefined)
+ * @property {string} message the divergence in a line
+ */
+
+/**
+ * The document of a replay.
+ * @typedef {object} ReplayDocument
+ * @property {boolean} ok every frame agreed
+ * @property {'SIGINT' | 'SIGTERM'} [interrupted]
+ * @property {Array<{ file: string, side: 'source' | 'target', migrationId?: string, pid?: number, connections: number }>} recordings
+ *   each with the connections its product made
+ * @property {number} framesCompared
+ * @property {Divergence} [divergence]
+ * @property {string} [failure] the product could not be started
+ */
+
 export {}

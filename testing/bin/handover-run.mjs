@@ -162,7 +162,7 @@ function finish(run, status) {
 async function handOver(run) {
   const { worker, view, options } = run
   view.event('worker', `listening on ${worker.url}`)
-  const sourceEnv = instanceEnv(worker.env(JOB_ID, 'main'), 'main')
+  const sourceEnv = instanceEnv(run, worker.env(JOB_ID, 'main'), 'main')
   run.source = launch(run, 'source', sourceEnv, run.builds[0])
   const connected = await Promise.race([
     worker.waitForConnection(sourceEnv, { timeoutMs: options.connectTimeoutMs }).then(
@@ -198,10 +198,12 @@ async function handOver(run) {
   return failed ? EXIT.failed : EXIT.ok
 }
 
-/** The env of an instance, with the runtime id the infrastructure gives each one.
- *  @param {Env} env @param {string} role @returns {Env} */
-function instanceEnv(env, role) {
-  return { ...env, NORSK_RUNTIME_ID: `${JOB_ID}-${role}` }
+/** The env of an instance, with the runtime id the infrastructure gives each one (and the
+ *  recorder's directory, with --record).
+ *  @param {Run} run @param {Env} env @param {string} role @returns {Env} */
+function instanceEnv(run, env, role) {
+  const record = run.options.record === undefined ? {} : { CTL_MIGRATION_RECORD: run.options.record }
+  return { ...env, NORSK_RUNTIME_ID: `${JOB_ID}-${role}`, ...record }
 }
 
 /** The build a product runs. @param {Run} run @param {Product} product */
@@ -285,7 +287,7 @@ async function handover(run, faults, recoveryOf) {
       abortAfter: options.abortAfter,
       faults,
       // The product goes back to the kit, which follows what its handlers throw.
-      target: (env) => (target = launch(run, 'target', instanceEnv(env, env.NORSK_WORKER_WS_URL.split('/').pop() ?? 'target'), to)),
+      target: (env) => (target = launch(run, 'target', instanceEnv(run, env, env.NORSK_WORKER_WS_URL.split('/').pop() ?? 'target'), to)),
       killProduct: async (side) => {
         if (side === 'target') {
           view.event('target', `SIGKILL (pid ${target?.pid})`)

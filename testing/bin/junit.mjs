@@ -54,6 +54,31 @@ ${cases.join('\n')}
 `
 }
 
+/** `replay`'s file: a testcase per recording, a failure for the one that diverged.
+ *  @param {import('./document.mjs').ReplayDocument} document @param {string} command */
+export function renderReplayJunit(document, command) {
+  const cases = document.recordings.map((r) => {
+    const d = document.divergence?.file === r.file ? document.divergence : undefined
+    const verdict = document.interrupted
+      ? `<error type="interrupted" message="${attr(`interrupted by ${document.interrupted}`)}"/>`
+      : d
+        ? failure('divergence', d.message, JSON.stringify(d, null, 2))
+        : document.failure
+          ? failure('not-started', document.failure)
+          : ''
+    return `    <testcase classname="ctl-migration.replay" name="${attr(`${r.file} (${r.side})`)}" time="0">${verdict}</testcase>`
+  })
+  const failures = cases.filter((c) => c.includes('<failure')).length
+  const errors = cases.filter((c) => c.includes('<error')).length
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="ctl-migration" tests="${cases.length}" failures="${failures}" errors="${errors}" time="0">
+  <testsuite name="ctl-migration replay -- ${attr(command)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="0" time="0">
+${cases.join('\n')}
+  </testsuite>
+</testsuites>
+`
+}
+
 /** @param {string} type @param {string} message @param {string} [detail] */
 function failure(type, message, detail) {
   return `<failure type="${attr(type)}" message="${attr(message.split('\n')[0])}">${text([message, detail].filter(Boolean).join('\n'))}</failure>`

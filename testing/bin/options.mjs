@@ -1,9 +1,10 @@
 // The command line of ctl-migration: its subcommands, their options, and the usage text.
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse as parseShell } from 'shell-quote'
 import { HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep } from '../lib/steps.js'
+import { readRecording, scriptOf, RecordingError } from '../lib/recording.js'
 
 /** @typedef {import('../lib/testing.js').HandoverFault} HandoverFault */
 /**
@@ -23,6 +24,19 @@ import { HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep } fro
  * @property {string | undefined} report
  * @property {string | undefined} junit
  * @property {string | undefined} saveStates the directory each state handed over is written to
+ * @property {string | undefined} record the directory every instance records into (CTL_MIGRATION_RECORD)
+ */
+/**
+ * A replay's options: the recordings (a source's, a target's, or a migration's two) and the build
+ * that plays the product's side.
+ * @typedef {object} ReplayOptions
+ * @property {import('../lib/recording.js').Recording[]} recordings
+ * @property {string[]} command
+ * @property {number} speed the recorded gaps divided by this (Infinity: --as-fast)
+ * @property {string[]} ignore paths left out of the comparison (--ignore)
+ * @property {boolean} json
+ * @property {string | undefined} report
+ * @property {string | undefined} junit
  */
 /**
  * A compat run's options: the saved states and the build that must adopt them.
@@ -36,6 +50,7 @@ import { HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep } fro
 
 export const USAGE = `Usage: ctl-migration handover [options] -- <command> [args…]
        ctl-migration compat DIR [--json] [--junit FILE] [--step-timeout-ms MS] -- <command> [args…]
+       ctl-migration replay FILE [FILE2] [options] -- <command> [args…]
        ctl-migration init [FILE]
 
 handover: runs <command> as a product instance against a worker simulator on 127.0.0.1, hands it
@@ -45,6 +60,10 @@ the old one.
 compat: launches <command> as the target of each state saved in DIR (by --save-states) and takes
 it through its side of a handover (initial-state, target-ready, cutover-apply, target-applied):
 a line per state, exit 0 when it adopted every one.
+
+replay: plays the worker's side of a recording (CTL_MIGRATION_RECORD's file; two: one migration's
+source and target) against <command>, with the recorded gaps, drops and closes, and compares each
+frame it sends with the recorded one: exit 0 when all agree, 1 at the first that differs.
 
 init: writes a small, commented starter product on this package to FILE (default product.mjs;
 never over an existing file) and prints the command that hands it over.
@@ -62,13 +81,20 @@ Options of handover:
   --max-cutover-ms MS      a budget on the cutover window (cutover-ready sent → target-applied)
   --abort-after STEP       abort the migration after STEP, as the worker does when it gives up
   --save-states DIR        write each state a source hands over to DIR, a JSON file per handover
+  --record DIR             every instance records into DIR (CTL_MIGRATION_RECORD), for replay
   --json                   one JSON document on stdout at the end; everything else on stderr
   --report FILE.html       a self-contained page drawing the timeline of every handover
   --junit FILE.xml         JUnit XML: a testcase per handover (compat: per state), a failure each
   -h, --help               this text
 
+Options of replay (and --json, --report, --junit as above):
+  --speed N                the recorded gaps N times faster (default 1)
+  --as-fast                no gaps: each frame as soon as the one before is done
+  --ignore PATH            leave a field out of the comparison (payload.at); repeatable
+
 Exit status: 0 every handover completed (with faults: every faulted handover recovered; compat:
-every state adopted), 1 a handover failed (compat: a state was not adopted), 2 a usage error,
+every state adopted; replay: every frame agreed), 1 a handover failed (compat: a state was not
+adopted; replay: a frame differed, or never came), 2 a usage error,
 3 the product never connected or could not be started, 130 / 143 interrupted by SIGINT / SIGTERM
 (the summary, the JSON document, the report and the JUnit file are still written, with what
 happened so far).`
@@ -76,9 +102,11 @@ happened so far).`
 export class UsageError extends Error {}
 
 /** The options only `handover` takes. */
-const HANDOVER_ONLY = ['to', 'repeat', 'fault', 'chaos', 'seed', 'connect-timeout-ms', 'max-cutover-ms', 'abort-after', 'report', 'save-states']
+const HANDOVER_ONLY = ['to', 'repeat', 'fault', 'chaos', 'seed', 'connect-timeout-ms', 'max-cutover-ms', 'abort-after', 'save-states', 'record']
+/** The options only `replay` takes. */
+const REPLAY_ONLY = ['speed', 'as-fast', 'ignore']
 
-/** @param {string[]} argv @returns {{ help: true } | { init: string } | { compat: CompatOptions } | HandoverOptions} */
+/** @param {string[]} argv @returns {{ help: true } | { init: string } | { compat: CompatOptions } | { replay: ReplayOptions } | HandoverOptions} */
 export function parseOptions(argv) {
   const { values, positionals, tokens } = parseArgs({
     args: argv,
@@ -95,6 +123,10 @@ export function parseOptions(argv) {
       'max-cutover-ms': { type: 'string' },
       'abort-after': { type: 'string' },
       'save-states': { type: 'string' },
+      record: { type: 'string' },
+      speed: { type: 'string' },
+      'as-fast': { type: 'boolean' },
+      ignore: { type: 'string', multiple: true },
       json: { type: 'boolean' },
       report: { type: 'string' },
       junit: { type: 'string' },
@@ -105,14 +137,14 @@ export function parseOptions(argv) {
   const terminator = tokens.find((t) => t.kind === 'option-terminator')
   const before = tokens.flatMap((t) => (t.kind === 'positional' && (!terminator || t.index < terminator.index) ? [t.value] : []))
   const command = terminator ? positionals.slice(before.length) : []
-  if (before.length === 0) throw new UsageError('no subcommand: the subcommands are `handover`, `compat` and `init`')
+  if (before.length === 0) throw new UsageError('no subcommand: the subcommands are `handover`, `replay`, `compat` and `init`')
   if (before[0] === 'init') {
     if (Object.keys(values).length > 0 || terminator) throw new UsageError('init takes only a file name: ctl-migration init [FILE]')
     if (before.length > 2) throw new UsageError(`unexpected '${before[2]}': init takes one file name`)
     return { init: before[1] ?? 'product.mjs' }
   }
   if (before[0] === 'compat') {
-    const given = HANDOVER_ONLY.filter((o) => o in values)
+    const given = [...HANDOVER_ONLY, 'report', ...REPLAY_ONLY].filter((o) => o in values)
     if (given.length > 0) throw new UsageError(`compat takes --json, --junit and --step-timeout-ms, not --${given[0]}`)
     if (before.length < 2) throw new UsageError('compat needs the directory of saved states: ctl-migration compat DIR -- <command>')
     if (before.length > 2) throw new UsageError(`unexpected '${before[2]}': the product's command goes after \`--\``)
@@ -129,7 +161,10 @@ export function parseOptions(argv) {
       },
     }
   }
-  if (before[0] !== 'handover') throw new UsageError(`unknown subcommand '${before[0]}': the subcommands are \`handover\`, \`compat\` and \`init\``)
+  if (before[0] === 'replay') return { replay: replayOptions(values, before.slice(1), command) }
+  if (before[0] !== 'handover') throw new UsageError(`unknown subcommand '${before[0]}': the subcommands are \`handover\`, \`replay\`, \`compat\` and \`init\``)
+  const replayOnly = REPLAY_ONLY.find((o) => o in values)
+  if (replayOnly) throw new UsageError(`--${replayOnly} is replay's: handover does not take it`)
   if (before.length > 1) throw new UsageError(`unexpected '${before[1]}': the product's command goes after \`--\``)
   if (command.length === 0) throw new UsageError("no command: give the product's command after `--`")
 
@@ -155,6 +190,40 @@ export function parseOptions(argv) {
     report: writable('--report', values.report),
     junit: writable('--junit', values.junit),
     saveStates: values['save-states'] === undefined ? undefined : directory('--save-states', values['save-states']),
+    record: values.record === undefined ? undefined : directory('--record', values.record),
+  }
+}
+
+/** @param {Record<string, unknown>} values @param {string[]} files @param {string[]} command @returns {ReplayOptions} */
+function replayOptions(values, files, command) {
+  const given = HANDOVER_ONLY.find((o) => o in values)
+  if (given) throw new UsageError(`replay takes --speed, --as-fast, --ignore, --json, --report and --junit, not --${given}`)
+  if (files.length === 0) throw new UsageError('replay needs a recording: ctl-migration replay FILE [FILE2] -- <command>')
+  if (files.length > 2) throw new UsageError(`unexpected '${files[2]}': replay takes one recording, or a migration's two (its source's and its target's)`)
+  if (command.length === 0) throw new UsageError("no command: give the product's command after `--`")
+  if (values.speed !== undefined && values['as-fast']) throw new UsageError('--speed and --as-fast: give one')
+  const speed = values['as-fast'] ? Infinity : values.speed === undefined ? 1 : Number(values.speed)
+  if (!(speed > 0)) throw new UsageError(`--speed must be a number above 0, not '${values.speed}'`)
+  const ignore = /** @type {string[] | undefined} */ (values.ignore) ?? []
+  const badPath = ignore.find((p) => !/^[^.[\]]+(\.[^.[\]]+|\[\d+\])*$/.test(p))
+  if (badPath !== undefined) throw new UsageError(`--ignore ${badPath}: a path is a frame's field, as payload.at or payload.list[2]`)
+  try {
+    const recordings = files.map((file) => readRecording(file, readText(file)))
+    scriptOf(recordings)
+    return { recordings, command, speed, ignore, json: values.json === true, report: writable('--report', /** @type {string | undefined} */ (values.report)), junit: writable('--junit', /** @type {string | undefined} */ (values.junit)) }
+  } catch (e) {
+    if (e instanceof RecordingError) throw new UsageError(e.message)
+    throw e
+  }
+}
+
+/** A recording's text, or a usage error saying why there is none. @param {string} file */
+function readText(file) {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch (caught) {
+    const e = /** @type {NodeJS.ErrnoException} */ (caught)
+    throw new UsageError(`${file}: ${e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'a directory, not a recording' : e.message}`)
   }
 }
 

@@ -69,6 +69,8 @@ export function createView({ json }) {
     product(role, text, build) {
       line(`${role.padStart(7)}${build ? ` ${build}` : ''} │ ${text}`)
     },
+    /** A line of its own (a verdict). @param {string} text */
+    say: line,
     /** @param {string} text */
     failure(text) {
       row('ctl-migration', text)

@@ -45,6 +45,11 @@ const SENDERS = [
   { method: 'abort', type: 'abort', carries: 'reason' },
 ]
 
+/** The worker frames that carry a job's payload on to the other side, each the payload of the
+ *  answer before it (as runHandover sends them step by step): by worker frame, the job frame.
+ *  @type {Readonly<Record<string, string>>} */
+const FORWARDS = { 'initial-state': 'state', 'cutover-ready': 'target-ready', 'cutover-apply': 'source-stopped-output' }
+
 /** What a fault does; `drop-*` and `restart-worker` are the worker's, `kill-*` the caller's.
  *  @type {readonly import('./testing').HandoverFaultKind[]} */
 const FAULT_KINDS = ['drop-source', 'drop-target', 'restart-worker', 'kill-source', 'kill-target']
@@ -69,4 +74,4 @@ function seededRandom(seed) {
   }
 }
 
-module.exports = { HANDOVER, HANDOVER_STEPS, CUTOVER_STEPS, SENDERS, FAULT_KINDS, isHandoverStep, isFaultKind, seededRandom }
+module.exports = { HANDOVER, HANDOVER_STEPS, CUTOVER_STEPS, SENDERS, FORWARDS, FAULT_KINDS, isHandoverStep, isFaultKind, seededRandom }

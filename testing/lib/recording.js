@@ -1,0 +1,153 @@
+'use strict'
+// A recording as `ctl-migration replay` reads it (the format: docs/recording.md, the recorder's
+// NDJSON file, one per client): its header and events read and checked, the script the worker's
+// side of one or two recordings makes in the order the worker saw it, and the comparison of a
+// frame the product sent now with the one it sent then. No I/O, no clock: bin/replay.mjs plays it.
+
+/** The format this replay reads. */
+const FORMAT = 1
+
+/** What replay does with each kind of event (any other kind is the client's own and left out). */
+const PLAYED = new Set(['opened', 'recv', 'sent', 'closed', 'dropped', 'close'])
+
+/** A recording's events cannot be played: the command line's usage error. */
+class RecordingError extends Error {}
+
+/**
+ * @typedef {{ t: number, kind: string, conn?: number, frame?: Record<string, unknown>, text?: string,
+ *   code?: number, reason?: string, redacted?: string[], line: number }} RecordedEvent
+ * @typedef {{ kind: 'header', format: number, wallClock: string, url?: string, env?: Record<string, string>, [key: string]: unknown }} Header
+ * @typedef {{ file: string, header: Header, anchorMs: number, events: RecordedEvent[], side: 'source' | 'target',
+ *   migrationId: string | undefined, skipped: string[] }} Recording
+ * @typedef {{ atMs: number, recording: Recording, event: RecordedEvent | undefined }} Cue a launch (no event) or an event, at its wall time
+ * @typedef {(string | number)[]} Path
+ */
+
+/** Reads a recording's text. @param {string} file @param {string} text @returns {Recording} */
+function readRecording(file, text) {
+  const lines = text.split('\n')
+  while (lines.length > 0 && lines[lines.length - 1].trim() === '') lines.pop()
+  const header = objectOf(lines[0] ?? '')
+  if (header?.kind !== 'header') throw new RecordingError(`${file}: not a recording (its first line is not a {"kind":"header"} object)`)
+  if (header.format !== FORMAT) throw new RecordingError(`${file}: a recording in format ${JSON.stringify(header.format)}; this replay reads format ${FORMAT}`)
+  const anchorMs = typeof header.wallClock === 'string' ? Date.parse(header.wallClock) : NaN
+  if (Number.isNaN(anchorMs)) throw new RecordingError(`${file}: its header has no wallClock time`)
+  /** @type {RecordedEvent[]} */
+  const events = []
+  const skipped = []
+  for (let i = 1; i < lines.length; i++) {
+    const event = objectOf(lines[i])
+    if (!event || typeof event.t !== 'number' || typeof event.kind !== 'string') {
+      // A client killed mid-write leaves its last line cut short: the rest is still a recording.
+      if (i === lines.length - 1) {
+        skipped.push(`line ${i + 1}, cut short`)
+        continue
+      }
+      throw new RecordingError(`${file}:${i + 1}: not an event (a JSON object with a number t and a kind)`)
+    }
+    if (event.kind === 'dropped-migrations') skipped.push(`line ${i + 1}: the recorder dropped ${event.count} migration(s) here to stay within its bound`)
+    if (PLAYED.has(event.kind)) events.push({ .../** @type {Omit<RecordedEvent, 'line'>} */ (event), line: i + 1 })
+  }
+  const ack = events.find((e) => e.kind === 'recv' && e.frame?.type === 'hello-ack')?.frame
+  const acked = /** @type {{ id?: unknown } | undefined} */ (ack?.migration)?.id
+  const named = header.env?.NORSK_MIGRATION_ID ?? (typeof acked === 'string' ? acked : undefined)
+  return { file, header: /** @type {Header} */ (header), anchorMs, events, side: named === undefined ? 'source' : 'target', migrationId: named, skipped }
+}
+
+/** @param {string} line @returns {Record<string, any> | undefined} */
+function objectOf(line) {
+  try {
+    const value = JSON.parse(line)
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** One or two recordings (a migration's source and target) as one script: each product's launch
+ *  at its header's wall clock, then its events, in the order the worker saw them.
+ *  @param {Recording[]} recordings @returns {Cue[]} */
+function scriptOf(recordings) {
+  if (recordings.length === 2 && recordings[0].side === recordings[1].side) {
+    throw new RecordingError(`${recordings[0].file} and ${recordings[1].file} are both a migration's ${recordings[0].side}: two files replay together as one migration's source and target`)
+  }
+  /** @type {Cue[]} */
+  const cues = recordings.flatMap((recording) => [
+    { atMs: recording.anchorMs, recording, event: undefined },
+    ...recording.events.map((event) => ({ atMs: recording.anchorMs + event.t, recording, event })),
+  ])
+  // Stable: a file's own events keep their order, and a launch comes before its events.
+  return cues.sort((a, b) => a.atMs - b.atMs)
+}
+
+/**
+ * Where `actual` first differs from `expected` (the recorded frame): its path, and both values
+ * there (`undefined` for one that is absent). A path in `redacted` (the recorder's list) or in
+ * `ignore` (--ignore), or under one, compares equal to anything; so does a hello's token, which a
+ * recording never holds.
+ * @param {unknown} expected @param {unknown} actual @param {{ redacted?: readonly string[], ignore?: readonly string[] }} [skip]
+ * @returns {{ path: string, expected: unknown, actual: unknown } | undefined}
+ */
+function firstDifference(expected, actual, skip = {}) {
+  const hello = /** @type {{ type?: unknown }} */ (expected)?.type === 'hello' ? ['token'] : []
+  const skipped = new Set([...(skip.redacted ?? []), ...(skip.ignore ?? []), ...hello])
+  /** @param {unknown} e @param {unknown} a @param {Path} at @returns {{ path: string, expected: unknown, actual: unknown } | undefined} */
+  const walk = (e, a, at) => {
+    const path = pathText(at)
+    if (skipped.has(path)) return undefined
+    if (Array.isArray(e) && Array.isArray(a)) {
+      for (let i = 0; i < Math.max(e.length, a.length); i++) {
+        const found = walk(e[i], a[i], [...at, i])
+        if (found) return found
+      }
+      return undefined
+    }
+    if (isObject(e) && isObject(a)) {
+      // The recorded fields first, in their order, then any the product added.
+      for (const key of new Set([...Object.keys(e), ...Object.keys(a)])) {
+        const found = walk(e[key], a[key], [...at, key])
+        if (found) return found
+      }
+      return undefined
+    }
+    return Object.is(e, a) || (typeof e === 'number' && e === a) ? undefined : { path: path || '(the frame)', expected: e, actual: a }
+  }
+  return walk(expected, actual, [])
+}
+
+/** @param {unknown} value @returns {value is Record<string, unknown>} */
+function isObject(value) {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** A path as the recorder writes one: `payload.list[2].id`. @param {Path} path */
+function pathText(path) {
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('')
+}
+
+/** A path's keys and indexes: `payload.list[2]` → payload, list, 2. @param {string} path */
+function segments(path) {
+  return /** @type {Path} */ ([...path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] === undefined ? m[1] : Number(m[2]))))
+}
+
+/** `frame` with the value at each of `paths` taken from `from` where `from` has one (the worker
+ *  forwarding what a product sent: a redacted field gets the live product's value).
+ *  @param {Record<string, unknown>} frame @param {readonly string[]} paths @param {unknown} from */
+function withValuesOf(frame, paths, from) {
+  const copy = structuredClone(frame)
+  for (const path of paths) {
+    const at = segments(path)
+    /** @type {any} */
+    let source = from
+    /** @type {any} */
+    let into = copy
+    for (const [i, key] of at.entries()) {
+      source = source?.[key]
+      if (i < at.length - 1) into = into?.[key]
+    }
+    if (source !== undefined && into !== null && typeof into === 'object') into[at[at.length - 1]] = source
+  }
+  return copy
+}
+
+module.exports = { FORMAT, RecordingError, readRecording, scriptOf, firstDifference, withValuesOf }
