@@ -50,6 +50,7 @@ export default function setup(project: TestProject): () => void {
   cpSync(join(FIXTURES, 'product.mjs'), join(product, 'product.mjs'))
   cpSync(join(FIXTURES, 'reference'), join(product, 'reference'), { recursive: true })
   cpSync(join(FIXTURES, 'builds'), join(product, 'builds'), { recursive: true })
+  cpSync(join(FIXTURES, 'replay'), join(product, 'replay'), { recursive: true })
   // The reference client's own dependencies (its schema module, zod, ws for Node 20) come with it.
   npm(
     product,

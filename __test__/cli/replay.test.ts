@@ -1,0 +1,159 @@
+// `ctl-migration replay`, run as a user runs it (npx, from the packed packages), against the
+// deterministic counter of fixtures/replay/product.mjs and its mutant, with recordings written by
+// hand in the recorder's format (docs/recording.md): the worker's side played, the product's
+// frames compared. Every test checks that no product process is left.
+import { randomUUID } from 'node:crypto'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { expect, test } from 'vitest'
+import { BIN, type Run, start, tempDir } from './support/run'
+
+interface Divergence {
+  file: string
+  side: string
+  index?: number
+  type: string
+  path?: string
+  expected?: unknown
+  actual?: unknown
+  message: string
+}
+
+interface Document {
+  ok: boolean
+  recordings: { file: string; side: string; connections: number }[]
+  framesCompared: number
+  divergence?: Divergence
+}
+
+const json = (run: Run) => JSON.parse(run.stdout) as Document
+
+/** The pids of the replay's product processes (`node replay/product.mjs <marker>`) still running. */
+function productsWith(marker: string): number[] {
+  const found: number[] = []
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+      if (args[1] === 'replay/product.mjs' && args[2] === marker) found.push(Number(pid))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found
+}
+
+/** `ctl-migration replay FILES… OPTIONS -- node replay/product.mjs MARKER [mutant]`, and no
+ *  product process left once it has exited. */
+async function replay(files: string[], { options = [] as string[], mutant = false, env = {} as NodeJS.ProcessEnv } = {}) {
+  const marker = randomUUID()
+  // The bin itself (npx is cli.test.ts's to check): a second less per run.
+  const run = await start(['replay', ...files, ...options, '--', 'node', 'replay/product.mjs', marker, ...(mutant ? ['mutant'] : [])], env, undefined, BIN).done
+  expect(productsWith(marker)).toEqual([])
+  return run
+}
+
+test("a source's recording replays against the product: exit 0, every frame compared", async () => {
+  const run = await replay(['replay/source.ndjson'], { options: ['--json'] })
+  expect(run.code, run.stderr).toBe(0)
+  // hello, state, source-stopped-output
+  expect(json(run)).toMatchObject({ ok: true, framesCompared: 3 })
+})
+
+test("a target's recording replays with the target's env and migration: exit 0", async () => {
+  const run = await replay(['replay/target.ndjson'], { options: ['--json'] })
+  expect(run.code, run.stderr).toBe(0)
+  expect(json(run)).toMatchObject({ ok: true, framesCompared: 3, recordings: [{ side: 'target' }] })
+  expect(run.stderr).toMatch(/connected as target \(migration m-1\)/)
+})
+
+test("a migration's two recordings replay together, two product processes: exit 0", async () => {
+  const run = await replay(['replay/source.ndjson', 'replay/target.ndjson'], { options: ['--json', '--as-fast'] })
+  expect(run.code, run.stderr).toBe(0)
+  expect(json(run)).toMatchObject({ ok: true, framesCompared: 6, recordings: [{ side: 'source' }, { side: 'target' }] })
+})
+
+test('against the mutant: exit 1 at source-stopped-output, payload.last, expected and actual, in one line of 80 columns', async () => {
+  const run = await replay(['replay/source.ndjson'], { mutant: true })
+  expect(run.code).toBe(1)
+  const line = run.stdout.split('\n').find((l) => l.startsWith('DIVERGED'))
+  expect(line).toBe('DIVERGED frame 3 source-stopped-output, payload.last: expected 42, actual 43')
+  expect(line?.length).toBeLessThanOrEqual(80)
+})
+
+test('against the mutant, with the target beside it: the JSON document names the frame, the field and both values', async () => {
+  const run = await replay(['replay/source.ndjson', 'replay/target.ndjson'], { options: ['--json'], mutant: true })
+  expect(run.code).toBe(1)
+  expect(json(run).divergence).toMatchObject({ file: 'replay/source.ndjson', side: 'source', index: 3, type: 'source-stopped-output', path: 'payload.last', expected: 42, actual: 43 })
+})
+
+test('a redacted field compares equal to anything: another secret still agrees', async () => {
+  const run = await replay(['replay/source.ndjson'], { env: { PRODUCT_SECRET: 'another one' } })
+  expect(run.code, run.stdout + run.stderr).toBe(0)
+})
+
+test('--ignore leaves a field out of the comparison', async () => {
+  const run = await replay(['replay/source.ndjson'], { options: ['--ignore', 'payload.last'], mutant: true })
+  expect(run.code, run.stdout).toBe(0)
+})
+
+test('a recorded drop is reproduced: the product reconnects and the rest agrees', async () => {
+  const run = await replay(['replay/source-dropped.ndjson'], { options: ['--json'] })
+  expect(run.code, run.stderr).toBe(0)
+  expect(json(run)).toMatchObject({ ok: true, framesCompared: 4, recordings: [{ connections: 2 }] })
+})
+
+test('a recorded close with its code is reproduced: 4409, and the product stays away as it did', async () => {
+  const run = await replay(['replay/source-replaced.ndjson'], { options: ['--json'] })
+  expect(run.code, run.stderr).toBe(0)
+  expect(run.stderr).toMatch(/socket closed \(4409 replaced by a newer connection\)/)
+  expect(json(run).recordings[0].connections).toBe(1)
+})
+
+test('a frame the product never sends fails within the bounded wait, naming it', async () => {
+  const started = performance.now()
+  const run = await replay(['replay/source-gave-up.ndjson'], { options: ['--json'] })
+  expect(run.code).toBe(1)
+  expect(json(run).divergence).toMatchObject({ index: 4, type: 'frame 4 (abort)' })
+  expect(json(run).divergence?.message).toMatch(/^the source never sent frame 4 \(abort\): nothing within 5\.0 s/)
+  expect(performance.now() - started).toBeLessThan(9_000)
+})
+
+test('--report and --junit: the waterfall recorded and replayed, a testcase per recording', async () => {
+  const dir = tempDir('replay-')
+  const [report, junit] = [join(dir, 'r.html'), join(dir, 'j.xml')]
+  const run = await replay(['replay/source.ndjson', 'replay/target.ndjson'], { options: ['--report', report, '--junit', junit], mutant: true })
+  expect(run.code).toBe(1)
+  const page = readFileSync(report, 'utf8')
+  expect(page).toContain('m-1 recorded')
+  expect(page).toContain('m-1 replayed')
+  const xml = readFileSync(junit, 'utf8')
+  expect(xml).toMatch(/<testcase classname="ctl-migration.replay" name="replay\/source.ndjson \(source\)" time="0"><failure type="divergence"/)
+  expect(xml).toMatch(/name="replay\/target.ndjson \(target\)" time="0"><\/testcase>/)
+})
+
+test.each([
+  ['a missing file', () => 'replay/none.ndjson', /replay\/none.ndjson: no such file/],
+  ['a file that is not a recording', () => 'replay/product.mjs', /not a recording/],
+  [
+    'a format it does not know',
+    () => {
+      const file = join(tempDir('replay-'), 'future.ndjson')
+      writeFileSync(file, `${JSON.stringify({ kind: 'header', format: 2, wallClock: '2026-12-07T04:15:00.000Z' })}\n`)
+      return file
+    },
+    /in format 2; this replay reads format 1/,
+  ],
+])('a usage error, %s: exit 2 with a clear line', async (_what, file, message) => {
+  const run = await replay([file()])
+  expect(run.code).toBe(2)
+  expect(run.stderr).toMatch(message)
+})
+
+test('handover --record DIR: every instance it launches records into DIR (CTL_MIGRATION_RECORD)', async () => {
+  const dir = tempDir('record-')
+  const product = ['sh', '-c', 'echo "recording into $CTL_MIGRATION_RECORD"; exec node product.mjs']
+  const run = await start(['handover', '--record', dir, '--', ...product], {}, undefined, BIN).done
+  expect(run.code, run.stdout).toBe(0)
+  const lines = run.stdout.split('\n').filter((l) => l.endsWith(`│ recording into ${dir}`))
+  expect(lines.map((l) => l.split('│')[0].trim())).toEqual(['source', 'target'])
+})
