@@ -72,11 +72,11 @@ test("a migration's two recordings replay together, two product processes: exit 
   expect(json(run)).toMatchObject({ ok: true, framesCompared: 6, recordings: [{ side: 'source' }, { side: 'target' }] })
 })
 
-test('against the mutant: exit 1 at source-stopped-output, payload.last, expected and actual, in one line of 80 columns', async () => {
+test('against the mutant: exit 1 at source-stopped-output, payload.last, expected and got, in one line of 80 columns', async () => {
   const run = await replay(['replay/source.ndjson'], { mutant: true })
   expect(run.code).toBe(1)
   const line = run.stdout.split('\n').find((l) => l.startsWith('DIVERGED'))
-  expect(line).toBe('DIVERGED frame 3 source-stopped-output, payload.last: expected 42, actual 43')
+  expect(line).toBe('DIVERGED frame 3 source-stopped-output, payload.last: expected 42, got 43')
   expect(line?.length).toBeLessThanOrEqual(80)
 })
 
@@ -84,6 +84,7 @@ test('against the mutant, with the target beside it: the JSON document names the
   const run = await replay(['replay/source.ndjson', 'replay/target.ndjson'], { options: ['--json'], mutant: true })
   expect(run.code).toBe(1)
   expect(json(run).divergence).toMatchObject({ file: 'replay/source.ndjson', side: 'source', index: 3, type: 'source-stopped-output', path: 'payload.last', expected: 42, actual: 43 })
+  expect(json(run).divergence?.message).toBe('source frame 3 source-stopped-output, payload.last: expected 42, got 43')
 })
 
 test('a redacted field compares equal to anything: another secret still agrees', async () => {

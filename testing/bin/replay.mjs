@@ -348,8 +348,8 @@ function divergenceOf(p, d) {
 function fieldLine(p, d) {
   const side = p.paired ? `${p.recording.side} ` : ''
   const where = `${side}${d.index === undefined ? d.type : `frame ${d.index} ${d.type}`}, ${d.path}:`
-  const room = Math.max(8, Math.floor((80 - 'DIVERGED '.length - where.length - ' expected , actual '.length) / 2))
-  return `${where} expected ${cutValue(d.expected, room)}, actual ${cutValue(d.actual, room)}`
+  const room = Math.max(8, Math.floor((80 - 'DIVERGED '.length - where.length - ' expected , got '.length) / 2))
+  return `${where} expected ${cutValue(d.expected, room)}, got ${cutValue(d.actual, room)}`
 }
 
 /** @param {unknown} value @param {number} width */
