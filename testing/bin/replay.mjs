@@ -72,6 +72,7 @@ export async function replayCommand(options) {
   const started = kit.nowMs()
   /** @type {{ interrupted?: 'SIGINT' | 'SIGTERM', finished: boolean }} */
   const run = { finished: false }
+  let compared = 0
 
   /** @param {number} graceMs */
   const cleanup = async (graceMs) => {
@@ -96,7 +97,7 @@ export async function replayCommand(options) {
     run.interrupted = signal
     view.event('ctl-migration', `${signal}: stopping every product process`)
     void cleanup(INTERRUPT_GRACE_MS).then(() => {
-      const status = finish({ ...documentOf(worker, players, 0), ok: false, interrupted: signal }, EXIT[signal])
+      const status = finish({ ...documentOf(worker, players, compared), ok: false, interrupted: signal }, EXIT[signal])
       process.stdout.write('', () => process.exit(status))
     })
   }
@@ -112,7 +113,6 @@ export async function replayCommand(options) {
   const speed = options.speed
   /** Where the last cue was played: the recording's time and ours. */
   let anchor = { recordedMs: script[0]?.atMs ?? 0, at: kit.nowMs() }
-  let compared = 0
   /** @type {Divergence | undefined} */
   let divergence
   /** @type {string | undefined} */

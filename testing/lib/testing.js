@@ -15,6 +15,7 @@
 //   faults.js        the faults it strikes
 //   product.js       a product process (a target started from a command; the command line's)
 //   steps.js         the vocabulary: steps, senders, fault kinds
+//   recording.js     a recording as `ctl-migration replay` reads and compares it
 
 const { startTestWorker } = require('./worker.js')
 const { runHandover, HandoverError } = require('./handover.js')
