@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse as parseShell } from 'shell-quote'
 import { HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep } from '../lib/steps.js'
-import { readRecording, scriptOf, RecordingError } from '../lib/recording.js'
+import { isPath, readRecording, scriptOf, RecordingError } from '../lib/recording.js'
 
 /** @typedef {import('../lib/testing.js').HandoverFault} HandoverFault */
 /**
@@ -205,8 +205,8 @@ function replayOptions(values, files, command) {
   const speed = values['as-fast'] ? Infinity : values.speed === undefined ? 1 : Number(values.speed)
   if (!(speed > 0)) throw new UsageError(`--speed must be a number above 0, not '${values.speed}'`)
   const ignore = /** @type {string[] | undefined} */ (values.ignore) ?? []
-  const badPath = ignore.find((p) => !/^[^.[\]]+(\.[^.[\]]+|\[\d+\])*$/.test(p))
-  if (badPath !== undefined) throw new UsageError(`--ignore ${badPath}: a path is a frame's field, as payload.at or payload.list[2]`)
+  const badPath = ignore.find((p) => !isPath(p))
+  if (badPath !== undefined) throw new UsageError(`--ignore ${badPath}: a path names a frame's field as a recording does: payload.at, payload.list[2], payload["odd key"]`)
   try {
     const recordings = files.map((file) => readRecording(file, readText(file)))
     scriptOf(recordings)

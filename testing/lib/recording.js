@@ -120,15 +120,30 @@ function isObject(value) {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** A path as the recorder writes one: `payload.list[2].id`. @param {Path} path */
+/** A path as the recorder writes one: `payload.list[2].id`, a key that is not a name quoted as
+ *  JSON would (`payload["odd key"]`). @param {Path} path */
 function pathText(path) {
-  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('')
+  return path
+    .map((key, i) => (typeof key === 'number' ? `[${key}]` : !/^[A-Za-z_$][\w$]*$/.test(key) ? `[${JSON.stringify(key)}]` : i === 0 ? key : `.${key}`))
+    .join('')
 }
 
-/** A path's keys and indexes: `payload.list[2]` → payload, list, 2. @param {string} path */
-function segments(path) {
-  return /** @type {Path} */ ([...path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] === undefined ? m[1] : Number(m[2]))))
+/** A path's keys and indexes (`payload.list[2]` → payload, list, 2), or undefined for text that is
+ *  not a path. @param {string} text @returns {Path | undefined} */
+function segments(text) {
+  /** @type {Path} */
+  const path = []
+  const step = /\.?([A-Za-z_$][\w$]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/y
+  while (step.lastIndex < text.length) {
+    const m = step.exec(text)
+    if (!m) return undefined
+    path.push(m[1] ?? (m[2] !== undefined ? Number(m[2]) : JSON.parse(m[3])))
+  }
+  return path.length > 0 && pathText(path) === text ? path : undefined
 }
+
+/** Whether `text` is a path a recording (or --ignore) can name. @param {string} text */
+const isPath = (text) => segments(text) !== undefined
 
 /** `frame` with the value at each of `paths` taken from `from` where `from` has one (the worker
  *  forwarding what a product sent: a redacted field gets the live product's value).
@@ -137,6 +152,7 @@ function withValuesOf(frame, paths, from) {
   const copy = structuredClone(frame)
   for (const path of paths) {
     const at = segments(path)
+    if (!at) continue
     /** @type {any} */
     let source = from
     /** @type {any} */
@@ -150,4 +166,4 @@ function withValuesOf(frame, paths, from) {
   return copy
 }
 
-module.exports = { FORMAT, RecordingError, readRecording, scriptOf, firstDifference, withValuesOf }
+module.exports = { FORMAT, RecordingError, readRecording, scriptOf, firstDifference, withValuesOf, isPath }
