@@ -158,3 +158,11 @@ test('handover --record DIR: every instance it launches records into DIR (CTL_MI
   const lines = run.stdout.split('\n').filter((l) => l.endsWith(`│ recording into ${dir}`))
   expect(lines.map((l) => l.split('│')[0].trim())).toEqual(['source', 'target'])
 })
+
+test("a report the worker had not confirmed when it dropped (its ping unanswered) is sent again, as it was", async () => {
+  // Written by the recorder (the WebAssembly build) under handover --fault drop-source@cutover-ready.
+  const run = await replay(['replay/source-unconfirmed.ndjson'], { options: ['--json'] })
+  expect(run.code, run.stderr).toBe(0)
+  // hello, state, source-stopped-output; hello, source-stopped-output again
+  expect(json(run)).toMatchObject({ ok: true, framesCompared: 5, recordings: [{ connections: 2 }] })
+})

@@ -122,6 +122,8 @@ export async function replayCommand(options) {
       const p = /** @type {Player} */ (players.find((q) => q.recording === cue.recording))
       const gapMs = cue.atMs - anchor.recordedMs
       const wait = { gapMs, timeoutMs: Math.max(MIN_WAIT_MS, 4 * gapMs) }
+      const freeze = p.recording.freezes.get(cue.event?.line ?? 0)
+      if (freeze !== undefined) kit.freezeAfter(p.instance, freeze)
       if (!cue.event) {
         await pause(kit, anchor.at + gapMs / speed)
         p.product = launch(view, p, options.command)

@@ -9,6 +9,8 @@ const FORMAT = 1
 
 /** What replay does with each kind of event (any other kind is the client's own and left out). */
 const PLAYED = new Set(['opened', 'recv', 'sent', 'closed', 'dropped', 'close'])
+/** The worker's events that the product's next frames answer: a point to set up what comes next. */
+const WORKER_SIDE = new Set(['recv', 'closed', 'dropped'])
 
 /** A recording's events cannot be played: the command line's usage error. */
 class RecordingError extends Error {}
@@ -18,7 +20,9 @@ class RecordingError extends Error {}
  *   code?: number, reason?: string, redacted?: string[], line: number }} RecordedEvent
  * @typedef {{ kind: 'header', format: number, wallClock: string, url?: string, env?: Record<string, string>, [key: string]: unknown }} Header
  * @typedef {{ file: string, header: Header, anchorMs: number, events: RecordedEvent[], side: 'source' | 'target',
- *   migrationId: string | undefined, skipped: string[] }} Recording
+ *   migrationId: string | undefined, skipped: string[], freezes: Map<number, number> }} Recording
+ *   `freezes`: by the line of the event to play it before (0: the launch), how many frames the
+ *   connection reads before it is frozen (see unanswered())
  * @typedef {{ atMs: number, recording: Recording, event: RecordedEvent | undefined }} Cue a launch (no event) or an event, at its wall time
  * @typedef {(string | number)[]} Path
  */
@@ -34,6 +38,8 @@ function readRecording(file, text) {
   if (Number.isNaN(anchorMs)) throw new RecordingError(`${file}: its header has no wallClock time`)
   /** @type {RecordedEvent[]} */
   const events = []
+  /** Every event, pings and pongs too. @type {RecordedEvent[]} */
+  const all = []
   const skipped = []
   for (let i = 1; i < lines.length; i++) {
     const event = objectOf(lines[i])
@@ -46,12 +52,38 @@ function readRecording(file, text) {
       throw new RecordingError(`${file}:${i + 1}: not an event (a JSON object with a number t and a kind)`)
     }
     if (event.kind === 'dropped-migrations') skipped.push(`line ${i + 1}: the recorder dropped ${event.count} migration(s) here to stay within its bound`)
-    if (PLAYED.has(event.kind)) events.push({ .../** @type {Omit<RecordedEvent, 'line'>} */ (event), line: i + 1 })
+    const recorded = { .../** @type {Omit<RecordedEvent, 'line'> & { number?: number }} */ (event), line: i + 1 }
+    all.push(recorded)
+    if (PLAYED.has(event.kind)) events.push(recorded)
   }
   const ack = events.find((e) => e.kind === 'recv' && e.frame?.type === 'hello-ack')?.frame
   const acked = /** @type {{ id?: unknown } | undefined} */ (ack?.migration)?.id
   const named = header.env?.NORSK_MIGRATION_ID ?? (typeof acked === 'string' ? acked : undefined)
-  return { file, header: /** @type {Header} */ (header), anchorMs, events, side: named === undefined ? 'source' : 'target', migrationId: named, skipped }
+  const side = named === undefined ? 'source' : 'target'
+  return { file, header: /** @type {Header} */ (header), anchorMs, events, side, migrationId: named, skipped, freezes: unanswered(all) }
+}
+
+/**
+ * A connection the worker dropped or closed with a ping of the client's unanswered (a report's
+ * confirmation, a heartbeat) was a worker that had stopped reading: the client then holds the
+ * report and sends it again. The simulator answers every ping it reads, so replay freezes the
+ * connection right after the frames the client sent before that ping, set up at the worker's
+ * last event before them (the launch: line 0), before it plays that event.
+ * @param {Array<RecordedEvent & { number?: number }>} all @returns {Map<number, number>}
+ */
+function unanswered(all) {
+  /** @type {Map<number, number>} */
+  const freezes = new Map()
+  for (const end of all.filter((e) => e.kind === 'dropped' || e.kind === 'closed')) {
+    const before = all.slice(0, all.indexOf(end))
+    const ping = before.find((e) => e.kind === 'ping' && e.conn === end.conn && !before.some((p) => p.kind === 'pong' && p.conn === end.conn && p.number === e.number))
+    if (!ping) continue
+    const upTo = all.indexOf(ping)
+    const setUp = before.slice(0, upTo).findLastIndex((e) => WORKER_SIDE.has(e.kind) && e.frame?.type !== 'hello-ack')
+    const frames = all.slice(setUp + 1, upTo).filter((e) => e.kind === 'sent').length
+    if (frames > 0) freezes.set(setUp === -1 ? 0 : all[setUp].line, frames)
+  }
+  return freezes
 }
 
 /** @param {string} line @returns {Record<string, any> | undefined} */

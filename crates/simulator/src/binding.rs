@@ -248,6 +248,15 @@ impl TestWorkerHandle {
             .map_err(js_error)
     }
 
+    /// Freezes the instance's connection once it has accepted `frames` more frames from the job
+    /// (0: not), so what it sent right behind them goes unread.
+    #[napi]
+    pub fn freeze_after(&self, job_id: String, role: String, frames: u32) -> Result<()> {
+        self.simulator
+            .freeze_after(&InstanceKey { job_id, role }, frames)
+            .map_err(js_error)
+    }
+
     /// Reads the instance's frozen connection again; returns it.
     #[napi]
     pub fn thaw(&self, job_id: String, role: String) -> Result<u32> {

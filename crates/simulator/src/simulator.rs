@@ -174,6 +174,11 @@ impl<S: EventSink> Simulator<S> {
         self.on_worker(|worker| worker.freeze(instance))
     }
 
+    /// Freezes the instance's connection once it has accepted `frames` more frames (zero: not).
+    pub fn freeze_after(&self, instance: &InstanceKey, frames: u32) -> Result<(), SimulatorError> {
+        self.on_worker(|worker| worker.freeze_after(instance, frames))
+    }
+
     /// Reads the instance's frozen connection again; returns it.
     pub fn thaw(&self, instance: &InstanceKey) -> Result<u32, SimulatorError> {
         self.on_worker(|worker| worker.thaw(instance))

@@ -79,6 +79,8 @@ pub struct Worker {
     current: HashMap<InstanceKey, u32>,
     /// How long each instance's hello-acks are held back.
     ack_delays: HashMap<InstanceKey, Duration>,
+    /// How many more frames each instance's connection reads before it is frozen.
+    freeze_after: HashMap<InstanceKey, u32>,
     next_connection: u32,
     actions: VecDeque<Action>,
 }
@@ -91,6 +93,7 @@ impl Worker {
             connections: HashMap::new(),
             current: HashMap::new(),
             ack_delays: HashMap::new(),
+            freeze_after: HashMap::new(),
             next_connection: 1,
             actions: VecDeque::new(),
         }

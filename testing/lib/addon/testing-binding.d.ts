@@ -31,6 +31,11 @@ export declare class TestWorkerHandle {
    * the connection frozen.
    */
   freeze(jobId: string, role: string): number
+  /**
+   * Freezes the instance's connection once it has accepted `frames` more frames from the job
+   * (0: not), so what it sent right behind them goes unread.
+   */
+  freezeAfter(jobId: string, role: string, frames: number): void
   /** Reads the instance's frozen connection again; returns it. */
   thaw(jobId: string, role: string): number
   /** Sends a text (string) or binary frame exactly as given; returns the connection. */

@@ -149,6 +149,41 @@ impl Worker {
         Ok(connection)
     }
 
+    /// Freezes the instance's connection (its current one, or the one it comes back on) once it
+    /// has accepted `frames` more frames from the job, before it reads on: what the job sent right
+    /// behind them (a ping, say) waits unread, as on a worker that hung just then. Zero forgets
+    /// a freeze not yet reached.
+    pub fn freeze_after(&mut self, instance: &InstanceKey, frames: u32) -> Result<(), WorkerError> {
+        instance.check()?;
+        if frames == 0 {
+            self.freeze_after.remove(instance);
+        } else {
+            self.freeze_after.insert(instance.clone(), frames);
+        }
+        Ok(())
+    }
+
+    /// A frame `connection` accepted counts toward its instance's [`Worker::freeze_after`].
+    pub(super) fn count_toward_freeze(&mut self, connection: u32) {
+        let Some(conn) = self.connections.get_mut(&connection) else {
+            return;
+        };
+        let (Phase::Open { .. }, Some(instance)) = (&conn.phase, &conn.instance) else {
+            return;
+        };
+        let Some(left) = self.freeze_after.get_mut(instance) else {
+            return;
+        };
+        *left -= 1;
+        if *left > 0 {
+            return;
+        }
+        self.freeze_after.remove(instance);
+        if !std::mem::replace(&mut conn.frozen, true) {
+            self.order(connection, Order::Freeze);
+        }
+    }
+
     /// Reads the instance's frozen connection again; returns it.
     pub fn thaw(&mut self, instance: &InstanceKey) -> Result<u32, WorkerError> {
         let connection = self

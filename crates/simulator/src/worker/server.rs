@@ -145,6 +145,7 @@ impl Worker {
         } else {
             self.on_frame(connection, frame)
         }
+        self.count_toward_freeze(connection);
     }
 
     /// The frame `connection` was ordered to send went out.

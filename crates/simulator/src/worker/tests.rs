@@ -1022,6 +1022,29 @@ fn a_frozen_connection_stays_current_until_a_newer_one_replaces_it_and_that_one_
 }
 
 #[test]
+fn a_freeze_after_frames_freezes_the_connection_once_it_has_accepted_them_even_a_later_one() {
+    let mut h = Harness::new();
+    let first = h.connect("r");
+    assert_eq!(h.w.freeze_after(&key("r"), 2), Ok(()));
+    // Its job comes back on a new connection: the hello is the first frame counted there.
+    let token = h.w.issue(&key("r")).unwrap();
+    let (newer, _) = h.open_at(0, &path("r"));
+    let actions = h.text(newer, &hello(&token));
+    assert!(!orders_for(&actions, newer).contains(&&Order::Freeze));
+    assert!(orders_for(&actions, first)
+        .iter()
+        .all(|o| **o != Order::Freeze));
+    let actions = h.text(newer, r#"{"type":"abort","reason":"r"}"#);
+    assert_eq!(orders_for(&actions, newer), [&Order::Freeze]);
+    let actions = h.text(newer, r#"{"type":"abort","reason":"r"}"#);
+    assert_eq!(
+        orders_for(&actions, newer),
+        Vec::<&Order>::new(),
+        "once only"
+    );
+}
+
+#[test]
 fn a_raw_frame_goes_out_unchecked_and_is_reported_once_sent() {
     let cases = [
         RawFrame::Text("not json".to_owned()),
