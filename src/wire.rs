@@ -1,6 +1,6 @@
-//! The native client's WebSocket: the driver's WebSocket over buffers ([`Wire`]) and a
-//! non-blocking TCP socket (with rustls for `wss://`) whose bytes [`Ws`] moves in and out, so
-//! either thread can read or write it without waiting.
+//! The native client's byte stream to the worker: a non-blocking TCP socket, with rustls for
+//! `wss://`, whose bytes either thread moves in and out of the driver's WebSocket without
+//! waiting.
 //!
 //! Which thread waits for the socket changes over a connection's life (`native/handoff.rs`):
 //! the runtime thread connects, and reads whenever the JavaScript thread cannot; on Node the
@@ -10,118 +10,14 @@
 //! one thread, not two.
 
 use crate::tls::tls_config;
-use ctl_migration_driver::wire::{Incoming, SendError, Wire};
-use ctl_migration_driver::ws::would_block;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, StreamOwned};
-use std::future::poll_fn;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
 use tokio::io::Interest;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::error::{Error as WsError, TlsError, UrlError};
-use tungstenite::Message;
-
-/// One WebSocket to the worker: the driver's protocol over buffers, and the socket it reads
-/// from and writes to.
-pub struct Ws {
-    wire: Wire,
-    stream: Stream,
-    /// What the wire wrote that the socket has not taken yet.
-    unsent: Vec<u8>,
-    /// Where a read of the socket lands before the wire takes it in.
-    chunk: Box<[u8]>,
-}
-
-impl Ws {
-    pub fn tcp(&self) -> &Tcp {
-        self.stream.tcp()
-    }
-
-    pub fn tcp_mut(&mut self) -> &mut Tcp {
-        self.stream.tcp_mut()
-    }
-
-    /// Reads the next message, reading the socket when the bytes already in hold none.
-    pub fn read(&mut self) -> Result<Message, WsError> {
-        // The wire read ahead after its latest message: unless that found more, it holds
-        // nothing complete, and the socket is read first.
-        if !self.wire.more() {
-            self.fill()?;
-        }
-        loop {
-            match self.wire.read() {
-                Incoming::Read(read) => {
-                    // A ping's pong, a close's reply: out with what is waiting to go.
-                    let _ = self.flush();
-                    return read;
-                }
-                _ => self.fill()?,
-            }
-        }
-    }
-
-    /// One read of the socket into the wire; its end is the wire's to read, as tungstenite
-    /// would a stream's.
-    fn fill(&mut self) -> Result<(), WsError> {
-        match self.stream.read(&mut self.chunk)? {
-            0 => self.wire.take_end(),
-            n => self.wire.take_in(&self.chunk[..n]),
-        }
-        Ok(())
-    }
-
-    /// Sends `text` and, when the core asks for it (D13), the ping that proves the worker read
-    /// it, in one write: frames are read in order, so its pong comes only after the report was.
-    pub fn send(&mut self, text: &str, ping_after: Option<u64>) -> Result<(), WsError> {
-        self.wire.send(text, ping_after).map_err(ws_error)?;
-        self.flush()
-    }
-
-    /// A heartbeat ping carrying `number`.
-    pub fn ping(&mut self, number: u64) -> Result<(), WsError> {
-        self.wire.ping(number).map_err(ws_error)?;
-        self.flush()
-    }
-
-    /// Queues the close frame, for the next flush; reads go on to the worker's reply.
-    pub fn close(&mut self, code: u16, reason: &'static str) {
-        self.wire.close(code, reason);
-    }
-
-    /// Writes what is waiting to go; would block when the socket does not take it all (the
-    /// rest stays, for the next flush).
-    pub fn flush(&mut self) -> Result<(), WsError> {
-        self.wire.drain_output(&mut self.unsent);
-        let mut written = 0;
-        let result = loop {
-            if written == self.unsent.len() {
-                break self.stream.flush();
-            }
-            match self.stream.write(&self.unsent[written..]) {
-                // As tungstenite says it of a stream that takes nothing.
-                Ok(0) => {
-                    break Err(io::Error::new(
-                        io::ErrorKind::ConnectionReset,
-                        "Connection reset while sending",
-                    ))
-                }
-                Ok(n) => written += n,
-                Err(e) => break Err(e),
-            }
-        };
-        self.unsent.drain(..written);
-        Ok(result?)
-    }
-}
-
-fn ws_error(error: SendError) -> WsError {
-    match error {
-        SendError::Ws(e) => e,
-        SendError::NotOpen => WsError::AlreadyClosed,
-    }
-}
 
 /// The TCP connection under a WebSocket.
 pub struct Tcp {
@@ -194,6 +90,11 @@ impl Tcp {
     /// last may go on.
     pub fn poll_blocked(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.poll(cx, self.blocked)
+    }
+
+    /// Whether the operation that would have blocked last was a write the socket did not take.
+    pub fn blocked_writing(&self) -> bool {
+        self.blocked == Interest::WRITABLE
     }
 
     /// Waits (on the runtime thread, registered) until there may be something to read.
@@ -314,7 +215,35 @@ impl Stream {
             Stream::Tls(tls) => &mut tls.sock,
         }
     }
+
+    /// Writes what it can of `unsent`, taking off what went; would block when the socket did
+    /// not take it all (the rest stays, for the next call).
+    pub fn write_out(&mut self, unsent: &mut Vec<u8>) -> io::Result<()> {
+        let mut written = 0;
+        let result = loop {
+            if written == unsent.len() {
+                break self.flush();
+            }
+            match self.write(&unsent[written..]) {
+                // As tungstenite says it of a stream that takes nothing.
+                Ok(0) => {
+                    break Err(io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        "Connection reset while sending",
+                    ))
+                }
+                Ok(n) => written += n,
+                Err(e) => break Err(e),
+            }
+        };
+        unsent.drain(..written);
+        result
+    }
 }
+
+/// How much one read of the socket takes, as tungstenite's own read buffer would (the driver's
+/// `socket_config`).
+pub const READ_CHUNK: usize = 16 * 1024;
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -341,10 +270,10 @@ impl Write for Stream {
     }
 }
 
-/// Connects to the worker and makes the WebSocket handshake, on the runtime thread; the socket
-/// comes back registered with its reactor. Why not, in tungstenite's words (or the TLS
-/// set-up's), for a log line.
-pub async fn connect(url: &str) -> Result<Ws, String> {
+/// Connects to the worker's host, on the runtime thread; the socket comes back registered with
+/// its reactor, and the WebSocket's upgrade is the driver's. Why not, in tungstenite's words (or
+/// the TLS set-up's), for a log line.
+pub async fn connect(url: &str) -> Result<Stream, String> {
     let io = |e: io::Error| WsError::Io(e).to_string();
     let request = url.into_client_request().map_err(|e| e.to_string())?;
     let uri = request.uri();
@@ -388,38 +317,8 @@ pub async fn connect(url: &str) -> Result<Ws, String> {
     } else {
         Stream::Plain(tcp)
     };
-    let (wire, refused) = Wire::connected(url);
-    if let Some(refused) = refused {
-        return Err(refused);
-    }
-    let mut ws = Ws {
-        wire,
-        stream,
-        unsent: Vec::new(),
-        chunk: vec![0; READ_CHUNK].into_boxed_slice(),
-    };
-    loop {
-        let step = match ws.flush() {
-            Ok(()) => match ws.wire.read() {
-                Incoming::Opened => return Ok(ws),
-                Incoming::Refused(refused) => return Err(refused),
-                _ => ws.fill(),
-            },
-            blocked => blocked,
-        };
-        match step {
-            Err(e) if would_block(&e) => {
-                poll_fn(|cx| ws.tcp().poll_blocked(cx)).await.map_err(io)?;
-            }
-            Err(e) => return Err(e.to_string()),
-            Ok(()) => {}
-        }
-    }
+    Ok(stream)
 }
-
-/// How much one read of the socket takes, as tungstenite's own read buffer did (see
-/// `socket_config`).
-const READ_CHUNK: usize = 16 * 1024;
 
 #[cfg(test)]
 mod tests {

@@ -259,7 +259,7 @@ impl Client {
     /// A product call at `now_ms` on the glue's clock (the native transport keeps its own).
     fn call(&mut self, call: ProductCall<'_>, now_ms: f64) -> Result<Actions> {
         let (made, mut outputs) = match &mut self.host {
-            Host::Native(native) => native.run(|core, now| call.apply(core, now)),
+            Host::Native(native) => native.call(call),
             Host::ProductSocket(driver) => {
                 let mut outputs = Vec::new();
                 let made = driver.handle(Input::Product(call), now_ms, &mut outputs);

@@ -5,14 +5,15 @@
 use super::actions::{Actions, FromWire};
 use super::{seed, Client, Host};
 use crate::native::{JsRead, JsSink, JsWork, NativeClient, Status};
-use ctl_migration_core::protocol::{Config, Protocol, Role, Transport};
+use ctl_migration_core::protocol::{Role, Transport};
 use ctl_migration_driver::output::WireOptions;
-use ctl_migration_driver::Output;
+use ctl_migration_driver::{Driver, Output, ProductCall, Refused};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 #[cfg(unix)]
 mod js_reads;
@@ -75,10 +76,7 @@ impl Shown {
     /// the JavaScript thread, just before the glue runs them.
     pub fn actions(&self, work: JsWork) -> Vec<Output> {
         self.adopt(work.status);
-        work.actions
-            .into_iter()
-            .filter_map(Output::from_action)
-            .collect()
+        work.outputs
     }
 
     fn read<R>(&self, f: impl FnOnce(Option<&Status>) -> R) -> R {
@@ -94,11 +92,11 @@ pub struct Native {
 }
 
 impl Native {
-    /// Runs `f` on the core with the time on the transport's clock.
-    pub fn run<R>(&self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, Vec<Output>) {
-        let (result, work) = self.client.with_core(f);
+    /// A product call, on the transport's clock.
+    pub fn call(&self, call: ProductCall<'_>) -> (std::result::Result<(), Refused>, Vec<Output>) {
+        let (made, work) = self.client.call(call);
         // JavaScript is now up to date with what it just did.
-        (result, self.shown.actions(work))
+        (made, self.shown.actions(work))
     }
 
     pub fn role(&self) -> Role {
@@ -114,7 +112,7 @@ impl Native {
     }
 
     pub fn finished(&self) -> bool {
-        self.client.read(|core| core.is_finished())
+        self.client.read(|driver| driver.core().is_finished())
     }
 
     /// After `close()`: the task may have nothing else to wake it.
@@ -149,8 +147,10 @@ impl Client {
             .and_then(|_| SocketReads::event_loop(&env));
         let options = options.0 .0;
         let url = options.url.clone();
-        let core = Protocol::new(Config::for_transport(options, seed(), Transport::OwnSocket));
-        let client = NativeClient::start(core, url, TsfnSink(tsfn), uv_loop.is_some())
+        // The driver's clock starts with it.
+        let epoch = Instant::now();
+        let driver = Driver::new(options, seed(), 0.0, Transport::OwnSocket);
+        let client = NativeClient::start(driver, epoch, url, TsfnSink(tsfn), uv_loop.is_some())
             .map_err(|e| Error::from_reason(e.to_string()))?;
         #[cfg(unix)]
         let reads = match (uv_loop, readable) {

@@ -1,43 +1,41 @@
-//! The native transport: a WebSocket per client ([`crate::wire`]), a connection task for it on
-//! one runtime thread shared by every client in the process ([`task`]), and the protocol core
-//! behind one mutex with the socket.
+//! The native transport: the driver's WebSocket over a non-blocking TCP (or rustls) stream
+//! ([`crate::wire`]), a connection task for it on one runtime thread shared by every client in
+//! the process ([`task`]), and the [`Driver`] behind one mutex with the stream. This host only
+//! moves bytes between the stream and the driver and hands JavaScript the driver's outputs.
 //!
-//! Who reads the socket, and so which thread the kernel wakes for a frame ([`handoff`]):
-//! - The runtime thread connects, sends the hello, and reads until the JavaScript thread can
-//!   take over; it takes the socket back at a tick of the core's timer that finds input
-//!   JavaScript has not read, and whenever a write must wait, and keeps it while JavaScript does
-//!   not come to take it. So the hello goes out, pings are answered and the heartbeat kept while
-//!   the product's JavaScript is blocked for seconds. (With the heartbeat off, the runtime
-//!   thread always reads.)
+//! Who reads the stream, and so which thread the kernel wakes for a frame ([`handoff`]):
+//! - The runtime thread connects, and reads until the JavaScript thread can take over; it takes
+//!   the stream back at a tick of the timer that finds input JavaScript has not read, and
+//!   whenever a write must wait, and keeps it while JavaScript does not come to take it. So the
+//!   hello goes out, pings are answered and the heartbeat kept while the product's JavaScript is
+//!   blocked for seconds. (With the heartbeat off, the runtime thread always reads.)
 //! - On Node the JavaScript thread reads it the rest of the time, woken by libuv for the socket
 //!   itself: a frame costs one wake-up, as with a JavaScript client, and the handler's answer is
 //!   written there and then. Where there is no libuv (Bun, Deno) the runtime thread reads all
 //!   the time and hands each event to JavaScript through a threadsafe function.
 //!
-//! Either way the core takes in events in the order they were read, and JavaScript runs their
+//! Either way the driver takes in bytes in the order they were read, and JavaScript runs their
 //! handlers in that order: the JavaScript thread reads only when nothing the runtime thread
-//! handed it is still waiting to run.
-//!
-//! Every rule about when is the core's: the task keeps one timer, set to the core's
-//! `poll_timeout`, and bounds its waits on the worker (a write, a close handshake) by asking
-//! the core, so that they are tested on the core's fake clock.
+//! handed it is still waiting to run. Bytes the driver writes go out in order through one
+//! buffer, from whichever thread made them; what the socket does not take at once the task
+//! writes when it can, within the core's write limit.
 
 mod handoff;
 mod task;
 #[cfg(test)]
 mod tests;
 
-use crate::wire::Ws;
-use ctl_migration_core::protocol::{Action, Outbound, Protocol, Role};
-use ctl_migration_driver::ws::{self, would_block, Fed, Retire};
+use crate::wire::{Stream, READ_CHUNK};
+use ctl_migration_core::protocol::Role;
+use ctl_migration_driver::{Driver, Input, Output, ProductCall, Refused};
 use ctl_migration_runtime::{runtime, RuntimeError};
 use handoff::{Handoff, JsTurn, Reader, Undelivered};
+use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 use task::Control;
 use tokio::sync::mpsc;
 use tungstenite::error::Error as WsError;
-use tungstenite::Message;
 
 /// The runtime thread's name, which the smoke suite and the tests count threads by.
 const RUNTIME_THREAD: &str = "ctl-migration";
@@ -57,12 +55,12 @@ pub struct Status {
 }
 
 /// What the JavaScript side must do after one event: adopt the new state if it changed, then
-/// log lines and handler calls, in order.
+/// the driver's outputs for the glue (log lines, handler calls, notes), in order.
 #[derive(Default)]
 pub struct JsWork {
     pub status: Option<Status>,
-    pub actions: Vec<Action>,
-    /// The socket is on offer: JavaScript takes it when it next reads, which the glue does
+    pub outputs: Vec<Output>,
+    /// The stream is on offer: JavaScript takes it when it next reads, which the glue does
     /// after every delivery.
     offers_socket: bool,
     /// Held while the runtime thread's delivery waits to run (see [`Handoff`]).
@@ -71,7 +69,7 @@ pub struct JsWork {
 
 impl JsWork {
     fn is_empty(&self) -> bool {
-        self.status.is_none() && self.actions.is_empty() && !self.offers_socket
+        self.status.is_none() && self.outputs.is_empty() && !self.offers_socket
     }
 }
 
@@ -80,40 +78,42 @@ pub trait JsSink: Send + Sync + 'static {
 }
 
 struct State<S> {
-    core: Protocol,
-    socket: Option<Ws>,
+    driver: Driver,
+    /// The current connection's byte stream, from its connect until the driver ends it.
+    stream: Option<Stream>,
+    /// What the driver wrote that the stream has not taken yet, oldest first.
+    unsent: Vec<u8>,
+    /// The stream did not take all of `unsent`: the driver knows, and the task writes the rest
+    /// when the socket can take it.
+    write_blocked: bool,
     handoff: Handoff,
-    /// Frames on the control queue the connection task has not put into the socket yet: while
-    /// there are any, a frame from the JavaScript thread queues behind them, to keep the order.
-    queued_sends: usize,
-    /// Counts connections, so frames queued for a dead one are recognised.
-    generation: u64,
     control: mpsc::UnboundedSender<Control>,
     /// Released when the task ends, so an idle process can exit.
     js: Option<Arc<S>>,
     /// The last state handed to JavaScript.
     status: Status,
-    /// The core's clock, read by both threads.
+    /// The driver's clock, read by both threads.
     epoch: Instant,
-    /// The core deadline the connection task's timer is set for.
-    timer_at: Option<f64>,
+    /// Where a read of the stream lands before the driver takes it in.
+    chunk: Box<[u8]>,
 }
 
 impl<S> State<S> {
-    /// A client before its first connection: no socket, the runtime thread reading until it
-    /// offers the socket to JavaScript (when `js_reads`).
+    /// A client before its first connection: no stream, the runtime thread reading until it
+    /// offers the stream to JavaScript (when `js_reads`).
     fn new(
-        core: Protocol,
+        driver: Driver,
+        epoch: Instant,
         js_reads: bool,
         control: mpsc::UnboundedSender<Control>,
         js: Arc<S>,
     ) -> State<S> {
         State {
-            core,
-            socket: None,
+            driver,
+            stream: None,
+            unsent: Vec::new(),
+            write_blocked: false,
             handoff: Handoff::new(js_reads),
-            queued_sends: 0,
-            generation: 0,
             control,
             js: Some(js),
             status: Status {
@@ -122,8 +122,8 @@ impl<S> State<S> {
                 migration_id: None,
                 connected: false,
             },
-            epoch: Instant::now(),
-            timer_at: None,
+            epoch,
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
         }
     }
 
@@ -131,29 +131,52 @@ impl<S> State<S> {
         self.epoch.elapsed().as_secs_f64() * 1000.0
     }
 
-    /// The current connection is gone: frames queued for it are recognised as unsent, and the
-    /// next one starts with the runtime thread reading.
-    fn end_connection(&mut self) -> Option<Ws> {
-        self.generation += 1;
+    /// The current connection is over: the next one starts with the runtime thread reading.
+    fn end_connection(&mut self) -> Option<Stream> {
         self.handoff.connection_ended();
-        self.socket.take()
+        self.write_blocked = false;
+        self.stream.take()
     }
 
-    /// JavaScript reads the socket but has left input waiting in it.
+    /// The stream ended under us (its end was read, or it failed): it is let go of before the
+    /// driver hears of it, with whatever it had still to write.
+    fn lose_stream(&mut self) {
+        if let Some(mut stream) = self.end_connection() {
+            // A TLS alert saying why (a certificate refused) goes out if it can.
+            let _ = stream.flush();
+        }
+        self.unsent.clear();
+    }
+
+    /// JavaScript reads the stream but has left input waiting in it.
     fn javascript_behind(&self) -> bool {
         self.handoff.reader() == Reader::JavaScript
             && self
-                .socket
+                .stream
                 .as_ref()
-                .is_some_and(|ws| ws.tcp().has_input_beyond(0))
+                .is_some_and(|s| s.tcp().has_input_beyond(0))
     }
 
-    /// The runtime thread reads (and waits for) the socket from now on.
-    fn reclaim(&mut self) -> std::io::Result<()> {
-        match self.socket.as_mut() {
-            Some(ws) if self.handoff.reclaim() => ws.tcp_mut().register(),
+    /// The runtime thread reads (and waits for) the stream from now on.
+    fn reclaim(&mut self) -> io::Result<()> {
+        match self.stream.as_mut() {
+            Some(stream) if self.handoff.reclaim() => stream.tcp_mut().register(),
             _ => Ok(()),
         }
+    }
+
+    /// Tells the driver the stream failed with `error`, letting go of it.
+    fn stream_failed(&mut self, error: &str, caller: Caller) -> JsWork {
+        self.lose_stream();
+        self.handle(Input::StreamEnded(error), caller).1
+    }
+
+    /// Takes `input` in at the driver's clock and carries out what it asks.
+    fn handle(&mut self, input: Input<'_>, caller: Caller) -> (Result<bool, Refused>, JsWork) {
+        let now = self.now_ms();
+        let mut out = Vec::new();
+        let made = self.driver.handle(input, now, &mut out);
+        (made, carry_out(self, out, caller))
     }
 }
 
@@ -171,59 +194,58 @@ impl<S: JsSink> Clone for NativeClient<S> {
 
 /// What one read on the JavaScript thread came to.
 pub enum JsRead {
-    /// A frame (or a ping, or the end of the connection) was taken in; this is what it asks
-    /// of JavaScript.
+    /// Bytes were taken in that completed something (a frame, a ping, the end of the
+    /// connection); this is what it asks of JavaScript.
     Taken(JsWork),
     /// Nothing to read now, or not yet: the poll will say when.
     Nothing,
-    /// The JavaScript thread does not read this socket (any more): stop polling it.
+    /// The JavaScript thread does not read this stream (any more): stop polling it.
     NotReader,
 }
 
 impl<S: JsSink> NativeClient<S> {
-    /// Starts the connection task on the shared runtime thread; it connects once the core asks
-    /// (`Protocol::start`). With `js_reads` the JavaScript thread will be offered the socket —
-    /// only with the heartbeat on, whose ticks take it back when JavaScript is blocked.
-    pub fn start(core: Protocol, url: String, js: S, js_reads: bool) -> Result<Self, RuntimeError> {
-        let js_reads = js_reads && core.heartbeat_period_ms().is_some();
+    /// Starts the connection task on the shared runtime thread for `driver`, made at `epoch` on
+    /// its clock; it connects to `url` once the core asks (`ProductCall::Start`). With
+    /// `js_reads` the JavaScript thread will be offered the stream — only with the heartbeat on,
+    /// whose ticks take it back when JavaScript is blocked.
+    pub fn start(
+        driver: Driver,
+        epoch: Instant,
+        url: String,
+        js: S,
+        js_reads: bool,
+    ) -> Result<Self, RuntimeError> {
+        let js_reads = js_reads && driver.core().heartbeat_period_ms().is_some();
         let runtime = runtime(RUNTIME_THREAD)?;
         let (control, rx) = mpsc::unbounded_channel();
-        let state = Arc::new(Mutex::new(State::new(
-            core,
-            js_reads,
-            control,
-            Arc::new(js),
-        )));
+        let state = State::new(driver, epoch, js_reads, control, Arc::new(js));
+        let state = Arc::new(Mutex::new(state));
         runtime.spawn(task::drive(state.clone(), rx, url));
         Ok(NativeClient { state })
     }
 
-    /// Runs `f` on the core for the JavaScript thread, with the time on the core's clock, and
-    /// routes the actions it queued: frames onto the socket where they can go at once, other
-    /// socket work to the connection task, the rest back to the caller, which carries it out.
-    pub fn with_core<R>(&self, f: impl FnOnce(&mut Protocol, f64) -> R) -> (R, JsWork) {
-        let mut state = lock(&self.state);
-        let now = state.now_ms();
-        let result = f(&mut state.core, now);
-        let js = route(&mut state, Caller::JavaScript);
-        (result, js)
+    /// A product call, on the JavaScript thread: what it asks of JavaScript, and whether it
+    /// was refused.
+    pub fn call(&self, call: ProductCall<'_>) -> (Result<(), Refused>, JsWork) {
+        let (made, work) = lock(&self.state).handle(Input::Product(call), Caller::JavaScript);
+        (made.map(drop), work)
     }
 
-    /// Reads the core without changing it.
-    pub fn read<R>(&self, f: impl FnOnce(&Protocol) -> R) -> R {
-        f(&lock(&self.state).core)
+    /// Reads the driver without changing it.
+    pub fn read<R>(&self, f: impl FnOnce(&Driver) -> R) -> R {
+        f(&lock(&self.state).driver)
     }
 
-    /// The JavaScript thread takes the socket on offer, if the offer still stands: the runtime
-    /// thread stops waiting for it, and the caller polls the returned copy of it.
+    /// The JavaScript thread takes the stream on offer, if the offer still stands: the runtime
+    /// thread stops waiting for it, and the caller polls the returned copy of its socket.
     pub fn accept_offer(&self) -> Option<std::net::TcpStream> {
         let mut guard = lock(&self.state);
         let state = &mut *guard;
-        let ws = state.socket.as_mut()?;
+        let stream = state.stream.as_mut()?;
         if !state.handoff.accept() {
             return None;
         }
-        let tcp = ws.tcp_mut();
+        let tcp = stream.tcp_mut();
         match tcp.duplicate() {
             Ok(copy) => {
                 tcp.unregister();
@@ -240,15 +262,15 @@ impl<S: JsSink> NativeClient<S> {
     /// libuv stopped the JavaScript thread's poll: the socket failed (the reads that follow
     /// find out how).
     pub fn poll_stopped(&self) {
-        if let Some(ws) = lock(&self.state).socket.as_mut() {
-            ws.tcp_mut().poll_stopped();
+        if let Some(stream) = lock(&self.state).stream.as_mut() {
+            stream.tcp_mut().poll_stopped();
         }
     }
 
-    /// Reads one frame on the JavaScript thread, if it is the socket's reader.
+    /// Reads on the JavaScript thread, if it is the stream's reader, until something completes.
     pub fn read_on_js_thread(&self) -> JsRead {
         let mut state = lock(&self.state);
-        if state.socket.is_none() {
+        if state.stream.is_none() {
             return JsRead::NotReader;
         }
         match state.handoff.js_turn() {
@@ -258,12 +280,8 @@ impl<S: JsSink> NativeClient<S> {
             JsTurn::Read => {}
         }
         match read_one(&mut state, Caller::JavaScript) {
-            Read::Message(work) => JsRead::Taken(work),
-            Read::Nothing => JsRead::Nothing,
-            Read::Ended(work, ws, how) => {
-                let _ = state.control.send(Control::Retire(ws, how));
-                JsRead::Taken(work)
-            }
+            Some(work) => JsRead::Taken(work),
+            None => JsRead::Nothing,
         }
     }
 
@@ -275,90 +293,95 @@ impl<S: JsSink> NativeClient<S> {
     /// The JavaScript environment that made this client is going away (a worker thread ended):
     /// close as `close()` would, with nobody left to tell.
     pub fn shutdown(&self) {
-        let _ = self.with_core(|core, _| core.close());
+        let _ = self.call(ProductCall::Close);
         self.wake();
     }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock cannot leave the core or the socket half-updated in a way
-    // that matters more than stopping would; keep going with its state.
+    // A panic while holding the lock cannot leave the driver or the stream half-updated in a
+    // way that matters more than stopping would; keep going with its state.
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Which thread is routing the core's actions.
+/// Which thread is carrying out the driver's outputs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Caller {
     JavaScript,
     Runtime,
 }
 
-/// What became of a frame the JavaScript thread tried to write itself.
-enum Written {
-    /// On the wire, or in the kernel's buffer.
-    Sent,
-    /// In the socket's own buffer; the connection task must flush the rest.
-    Unflushed,
-    Failed(WsError),
-    /// Not attempted (there is no socket now, or frames are queued ahead of it): queue it.
-    Busy,
+/// What writing the driver's bytes without waiting came to, for the driver to be told.
+enum Wrote {
+    /// The socket did not take them all: the task writes the rest when it can.
+    Blocked,
+    Failed(String),
 }
 
-/// Writes `out` on the socket from the JavaScript thread without waiting for anything.
-fn write_now(socket: Option<&mut Ws>, out: &Outbound) -> Written {
-    let Some(ws) = socket else {
-        return Written::Busy;
-    };
-    match ws.send(&out.text, out.ping_after) {
-        Ok(()) => Written::Sent,
-        // The socket keeps what it could not write.
-        Err(e) if would_block(&e) => Written::Unflushed,
-        Err(e) => Written::Failed(e),
+/// Writes what the driver wrote onto the stream without waiting, unless the task is waiting
+/// to write what is ahead of it.
+fn write_now<S>(state: &mut State<S>) -> Option<Wrote> {
+    let stream = state.stream.as_mut()?;
+    if state.write_blocked || state.unsent.is_empty() {
+        return None;
+    }
+    match stream.write_out(&mut state.unsent) {
+        Ok(()) => None,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            state.write_blocked = true;
+            // Only the runtime thread can wait for the socket.
+            let _ = state.control.send(Control::Wake);
+            // A TLS handshake waiting for the worker's answer is no write the worker refuses:
+            // the connect's own deadline bounds it.
+            stream.tcp().blocked_writing().then_some(Wrote::Blocked)
+        }
+        Err(e) => Some(Wrote::Failed(WsError::Io(e).to_string())),
     }
 }
 
-/// Moves the core's queued actions out: frames onto the socket (from the JavaScript thread,
-/// when nothing is queued ahead of them), other socket work onto the control queue, JavaScript
-/// work (with the state, if it changed) into the returned list. A moved deadline wakes the
-/// task, which sets its timer again.
-fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
+/// Carries out the driver's outputs: its bytes onto the stream, a connect or an ended stream
+/// for the task, the rest for JavaScript (with the state, if it changed). A moved deadline
+/// from the JavaScript thread wakes the task, which sets its timer again.
+fn carry_out<S>(state: &mut State<S>, mut out: Vec<Output>, caller: Caller) -> JsWork {
     let mut js = Vec::new();
-    let generation = state.generation;
-    while let Some(action) = state.core.poll_action() {
-        let control = match action {
-            Action::Open => Control::Open,
-            Action::Send(out) => {
-                let direct = caller == Caller::JavaScript && state.queued_sends == 0;
-                match if direct {
-                    write_now(state.socket.as_mut(), &out)
-                } else {
-                    Written::Busy
-                } {
-                    Written::Sent => continue,
-                    Written::Unflushed => Control::Flush(out, generation),
-                    Written::Failed(error) => Control::Failed(out, generation, error),
-                    Written::Busy => {
-                        state.queued_sends += 1;
-                        Control::Send(out, generation)
-                    }
+    let mut timer_moved = false;
+    loop {
+        state.driver.drain_written(&mut state.unsent);
+        for output in out.drain(..) {
+            match output {
+                Output::Open => {
+                    retire(state);
+                    // The receiver lives as long as the task; after it ends there is nothing
+                    // to do.
+                    let _ = state.control.send(Control::Open);
                 }
+                Output::Close { .. } => retire(state),
+                Output::SetTimer { .. } => timer_moved = true,
+                other => js.push(other),
             }
-            Action::Close { code, reason } => Control::Close(code, reason),
-            Action::Ping(number) => Control::Ping(number),
-            other @ (Action::Call(_) | Action::Log(_) | Action::Note(_)) => {
-                js.push(other);
-                continue;
+        }
+        let now = state.now_ms();
+        match write_now(state) {
+            None => break,
+            Some(Wrote::Blocked) => {
+                let _ = state
+                    .driver
+                    .handle(Input::StreamWriteBlocked, now, &mut out);
             }
-        };
-        // The receiver lives as long as the task; after it ends there is nothing to do.
-        let _ = state.control.send(control);
+            Some(Wrote::Failed(error)) => {
+                state.lose_stream();
+                let _ = state
+                    .driver
+                    .handle(Input::StreamEnded(&error), now, &mut out);
+            }
+        }
     }
-    if caller == Caller::JavaScript && state.core.poll_timeout() != state.timer_at {
+    if timer_moved && caller == Caller::JavaScript {
         let _ = state.control.send(Control::Wake);
     }
-    let core = &state.core;
+    let core = state.driver.core();
     let changed = core.role() != state.status.role
         || core.migration_id() != state.status.migration_id.as_deref()
         || core.connected() != state.status.connected;
@@ -373,58 +396,61 @@ fn route<S>(state: &mut State<S>, caller: Caller) -> JsWork {
     });
     JsWork {
         status,
-        actions: js,
+        outputs: js,
         ..JsWork::default()
     }
 }
 
-/// What one read of the socket came to; `W` is what it asks of JavaScript.
-enum Read<W> {
-    /// A message was taken in.
-    Message(W),
-    /// Nothing more to read now.
-    Nothing,
-    /// The connection ended; the socket is to be let go of as `Retire` says.
-    Ended(W, Box<Ws>, Retire),
+/// The driver ended the connection (or is starting another): the stream goes to the task,
+/// which ends it as it deserves. With what the driver wrote last still to go (a close frame,
+/// the reply to the worker's) it is written, and the worker's end awaited; a stream the driver
+/// gave up on, or whose worker took nothing, is dropped.
+fn retire<S>(state: &mut State<S>) {
+    let unsent = std::mem::take(&mut state.unsent);
+    let gone = state.write_blocked;
+    // A connect under way is called off too.
+    let stream = state.end_connection();
+    let last_words = (!gone && !unsent.is_empty()).then_some(unsent);
+    let _ = state
+        .control
+        .send(Control::End(stream.map(|s| (s, last_words))));
 }
 
-impl<W> Read<W> {
-    fn map<V>(self, f: impl FnOnce(W) -> V) -> Read<V> {
-        match self {
-            Read::Message(w) => Read::Message(f(w)),
-            Read::Nothing => Read::Nothing,
-            Read::Ended(w, ws, how) => Read::Ended(f(w), ws, how),
+/// Reads the stream until the driver completes something (an upgrade's answer, a message, the
+/// stream's end), and carries out what it asks; none when nothing complete has arrived. Under
+/// the lock: whichever thread reads, the driver takes the bytes in the order they arrived.
+fn read_one<S>(state: &mut State<S>, caller: Caller) -> Option<JsWork> {
+    loop {
+        let now = state.now_ms();
+        let mut out = Vec::new();
+        let completed = if state.driver.stream_more() {
+            state.driver.handle(Input::StreamRead, now, &mut out)
+        } else {
+            let stream = state.stream.as_mut()?;
+            match stream.read(&mut state.chunk) {
+                Ok(0) => {
+                    state.lose_stream();
+                    let _ = state.driver.handle(Input::StreamEof, now, &mut out);
+                    Ok(true)
+                }
+                Ok(n) => {
+                    let bytes = &state.chunk[..n];
+                    state.driver.handle(Input::StreamData(bytes), now, &mut out)
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) => {
+                    let error = WsError::Io(e).to_string();
+                    state.lose_stream();
+                    let _ = state
+                        .driver
+                        .handle(Input::StreamEnded(&error), now, &mut out);
+                    Ok(true)
+                }
+            }
+        };
+        if completed == Ok(true) || !out.is_empty() {
+            return Some(carry_out(state, out, caller));
         }
-    }
-}
-
-/// Reads one message and feeds it to the core, under the lock: whichever thread reads, the
-/// core takes the frames in the order they arrived.
-fn read_one<S>(state: &mut State<S>, caller: Caller) -> Read<JsWork> {
-    let Some(ws) = state.socket.as_mut() else {
-        return Read::Nothing;
-    };
-    let read = ws.read();
-    feed_read(state, read, caller)
-}
-
-/// Feeds what a read of the socket gave to the core.
-fn feed_read<S>(
-    state: &mut State<S>,
-    read: Result<Message, WsError>,
-    caller: Caller,
-) -> Read<JsWork> {
-    let now = state.now_ms();
-    let ended = match ws::feed(&mut state.core, read, now) {
-        Fed::Nothing => return Read::Nothing,
-        Fed::Message => None,
-        Fed::Ended(how) => Some(how),
-    };
-    let ended = ended.and_then(|how| Some((Box::new(state.end_connection()?), how)));
-    let work = route(state, caller);
-    match ended {
-        Some((ws, how)) => Read::Ended(work, ws, how),
-        None => Read::Message(work),
     }
 }
 
@@ -455,16 +481,19 @@ fn for_js<S>(state: &State<S>, mut work: JsWork) -> Option<Delivery<S>> {
     Some(Delivery { work, sink })
 }
 
-/// Feeds the core from the runtime thread, with the time, and hands the JavaScript work over.
-fn feed<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut Protocol, f64)) {
+/// Runs `f` on the state from the runtime thread, and hands JavaScript the work it makes.
+fn on_runtime<S: JsSink>(state: &Mutex<State<S>>, f: impl FnOnce(&mut State<S>) -> JsWork) {
     let delivery = {
         let mut state = lock(state);
-        let now = state.now_ms();
-        f(&mut state.core, now);
-        let work = route(&mut state, Caller::Runtime);
+        let work = f(&mut state);
         for_js(&state, work)
     };
     if let Some(delivery) = delivery {
         delivery.deliver();
     }
+}
+
+/// Hands `input` to the driver from the runtime thread, and its JavaScript work over.
+fn feed<S: JsSink>(state: &Mutex<State<S>>, input: Input<'_>) {
+    on_runtime(state, |state| state.handle(input, Caller::Runtime).1);
 }

@@ -8,7 +8,7 @@ use ctl_migration_core::close_code;
 use ctl_migration_core::frames::AppliedSummary;
 use ctl_migration_core::protocol::{
     timer_delay_ms, Action, Config, HandlerKind, Observed, Options, Outbound, Protocol,
-    SettleError, Settled, TooLarge, Transport,
+    SettleError, Settled, TooLarge, Transport, Wait,
 };
 use std::collections::VecDeque;
 
@@ -137,8 +137,16 @@ pub enum Input<'a> {
     StreamData(&'a [u8]),
     /// Read the next thing the bytes that arrived complete.
     StreamRead,
+    /// Its end was read after what it gave: the WebSocket reads it as it would a stream's
+    /// (an upgrade not finished, a connection reset without a close).
+    StreamEof,
     /// It ended: closed, or failed with this error.
     StreamEnded(&'a str),
+    /// It did not take everything written to it: the host waits for it within the core's
+    /// write limit, and the timer that ends the wait gives up on the connection.
+    StreamWriteBlocked,
+    /// It took everything written to it after all.
+    StreamWriteDone,
 }
 
 /// The driver's own WebSocket ([`Wire`]) over a host's byte stream: the socket work the core
@@ -251,6 +259,11 @@ impl Driver {
         &self.core
     }
 
+    /// When the host's one timer is to fire, on its clock: what the latest `SetTimer` said.
+    pub fn deadline(&self) -> Option<f64> {
+        self.timer_at
+    }
+
     /// Moves what the latest input has the host write to its byte stream onto `out`.
     pub fn drain_written(&mut self, out: &mut Vec<u8>) {
         if let Some(own) = self.own.as_mut() {
@@ -293,7 +306,13 @@ impl Driver {
                     self.now = self.now.max(at);
                 }
                 let now = self.now;
-                self.run(out, |core| core.handle_timeout(now));
+                self.run(out, |core| {
+                    core.handle_timeout(now);
+                    if let Some(why) = core.wait_expired() {
+                        core.on_wait_ended();
+                        core.on_stalled(&why, now);
+                    }
+                });
             }
             Input::SocketOpened => self.run(out, |core| core.on_open(now)),
             Input::SocketOpenFailed(error) => self.run(out, |core| core.on_open_failed(error, now)),
@@ -329,7 +348,17 @@ impl Driver {
                 return Ok(self.stream_read(out));
             }
             Input::StreamRead => return Ok(self.stream_read(out)),
+            Input::StreamEof => {
+                if let Some(wire) = self.own.as_mut().and_then(|own| own.wire.as_mut()) {
+                    wire.take_end();
+                }
+                return Ok(self.stream_read(out));
+            }
             Input::StreamEnded(error) => self.stream_ended(out, error),
+            Input::StreamWriteBlocked => {
+                self.run(out, |core| core.on_wait_started(Wait::Write, now))
+            }
+            Input::StreamWriteDone => self.run(out, Protocol::on_wait_ended),
         }
         Ok(false)
     }
@@ -361,8 +390,10 @@ impl Driver {
             out.extend(action.and_then(Output::from_action));
         }
         if let Some(own) = self.own.as_mut() {
-            if let Some(wire) = own.wire.as_mut() {
-                wire.drain_output(&mut own.written);
+            match own.wire.as_mut() {
+                Some(wire) => wire.drain_output(&mut own.written),
+                // A write waits only while there is a connection to write to.
+                None => self.core.on_wait_ended(),
             }
             if std::mem::take(&mut own.end_stream) {
                 out.push(Output::Close {

@@ -5,12 +5,14 @@
 //! when it fires, as quinn-proto's endpoints do.
 //!
 //! Two kinds of time live here: the protocol's own deadlines ([`Deadline`]), and the bound on a
-//! [`Wait`] the transport carries out on the worker (a write, a close handshake).
+//! [`Wait`] the transport carries out on the worker (a write it does not take).
 
 use super::{Action, Confirmation, Protocol};
 
-/// How long a closing transport waits for the worker to answer its close frame.
-pub(crate) const CLOSE_HANDSHAKE_LIMIT_MS: f64 = 2_000.0;
+/// How long a transport that ended a connection (after its close frame, if it sent one) waits
+/// for the worker to end its side, reading and discarding what still comes: closing a socket with
+/// unread input resets it, and a reset can destroy the close frame before the worker reads it.
+pub const CLOSE_HANDSHAKE_LIMIT_MS: f64 = 2_000.0;
 /// How long one write may wait for a worker that stopped reading, with the heartbeat off.
 const DEFAULT_WRITE_LIMIT_MS: f64 = 30_000.0;
 /// No deadline comes sooner than this after the event that set it, as no setTimeout fires
@@ -118,9 +120,6 @@ impl Deadlines {
 pub enum Wait {
     /// A write the worker is not taking (its receive window is full): the write limit.
     Write,
-    /// The worker's answer to a close frame, or the end of what it still sends after one: the
-    /// close-handshake limit.
-    CloseHandshake,
 }
 
 /// The wait in progress.
@@ -180,7 +179,6 @@ impl Protocol {
         self.tell(now);
         let limit_ms = match wait {
             Wait::Write => self.write_limit_ms(),
-            Wait::CloseHandshake => CLOSE_HANDSHAKE_LIMIT_MS,
         };
         self.waiting = Some(Waiting {
             wait,
@@ -201,7 +199,6 @@ impl Protocol {
         let limit = display_ms(waiting.limit_ms);
         Some(match waiting.wait {
             Wait::Write => format!("the worker took no data for {limit} ms"),
-            Wait::CloseHandshake => format!("the worker did not end the close within {limit} ms"),
         })
     }
 

@@ -18,10 +18,8 @@ mod product;
 mod tests;
 
 pub use actions::*;
-#[cfg(test)]
-use clock::CLOSE_HANDSHAKE_LIMIT_MS;
 use clock::{display_ms, Deadlines, Waiting};
-pub use clock::{timer_delay_ms, Deadline, Wait, BURST_MS};
+pub use clock::{timer_delay_ms, Deadline, Wait, BURST_MS, CLOSE_HANDSHAKE_LIMIT_MS};
 
 use crate::close_code;
 use crate::frames::{parse_worker_frame, JobFrame, WorkerFrame};

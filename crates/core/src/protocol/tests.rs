@@ -1005,21 +1005,6 @@ fn the_heartbeat_resumes_after_a_write_that_waited() {
 }
 
 #[test]
-fn a_close_handshake_is_bounded_even_after_close() {
-    let mut c = Clocked::acked(500.0, 300.0);
-    c.p.close();
-    c.collect();
-    // No timer runs after close (close_stops_every_timer), but the handshake's wait is bounded.
-    c.p.on_wait_started(Wait::CloseHandshake, c.now);
-    c.advance_to(CLOSE_HANDSHAKE_LIMIT_MS - 1.0);
-    assert_eq!(c.p.wait_expired(), None);
-    c.advance_to(CLOSE_HANDSHAKE_LIMIT_MS);
-    assert!(c.p.wait_expired().is_some());
-    c.p.on_wait_ended();
-    assert_eq!(c.p.poll_timeout(), None);
-}
-
-#[test]
 fn no_deadline_comes_sooner_than_a_millisecond() {
     // A heartbeat of a microsecond must not spin the transport's timer.
     let mut c = Clocked::acked(0.001, 0.0);
