@@ -3,7 +3,7 @@
 
 use crate::output::Output;
 use crate::wire::{Incoming, SendError, Wire};
-use crate::ws::{self, Fed, Retire};
+use crate::ws::{self, Fed};
 use ctl_migration_core::close_code;
 use ctl_migration_core::frames::AppliedSummary;
 use ctl_migration_core::protocol::{
@@ -462,10 +462,8 @@ impl Driver {
                 self.run(out, |core| core.on_open_failed(&error, now));
             }
             Incoming::Read(read) => {
-                if let Fed::Ended(retire) = ws::feed(&mut self.core, read, now) {
-                    if let (Retire::Unreadable(code, reason), Some(wire)) =
-                        (retire, own.wire.as_mut())
-                    {
+                if let Fed::Ended(why) = ws::feed(&mut self.core, read, now) {
+                    if let (Some((code, reason)), Some(wire)) = (why, own.wire.as_mut()) {
                         wire.close(code, reason);
                     }
                     // A close tungstenite answered, or the close frame just queued, goes out;

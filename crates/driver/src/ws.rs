@@ -46,18 +46,6 @@ pub fn broken_input(error: &WsError) -> Option<BrokenInput> {
     }
 }
 
-/// How a connection that ended while being read is let go of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retire {
-    /// The worker closed: flush tungstenite's reply, so it sees a clean close rather than 1006.
-    Reply,
-    /// The worker broke the protocol: tell it why (this close code and reason); the native
-    /// transport then drains what it still sends, the driver's own WebSocket ends the stream.
-    Unreadable(u16, &'static str),
-    /// The connection itself is gone.
-    Drop,
-}
-
 /// What one read of the socket told the core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fed {
@@ -65,8 +53,9 @@ pub enum Fed {
     Nothing,
     /// A message was taken in.
     Message,
-    /// The connection ended; let go of it as this says.
-    Ended(Retire),
+    /// The connection ended; with the close code and reason that tell the worker why, when
+    /// it broke the protocol. (A close the worker sent tungstenite has answered.)
+    Ended(Option<(u16, &'static str)>),
 }
 
 /// Feeds what a read of the WebSocket gave to the core at `now`.
@@ -81,7 +70,7 @@ pub fn feed(core: &mut Protocol, read: Result<Message, WsError>, now: f64) -> Fe
                 None => (close_code::NO_STATUS, String::new()),
             };
             core.on_closed(code, &reason, now);
-            return Fed::Ended(Retire::Reply);
+            return Fed::Ended(None);
         }
         // D13: a pong may confirm a report.
         Ok(Message::Pong(payload)) => core.on_pong(&payload, now),
@@ -91,10 +80,7 @@ pub fn feed(core: &mut Protocol, read: Result<Message, WsError>, now: f64) -> Fe
         Err(e) => {
             core.on_error(now);
             // A peer that broke the protocol is told why before the socket goes.
-            return Fed::Ended(match broken_input(&e).map(BrokenInput::close) {
-                Some((code, reason)) => Retire::Unreadable(code, reason),
-                None => Retire::Drop,
-            });
+            return Fed::Ended(broken_input(&e).map(BrokenInput::close));
         }
     }
     Fed::Message
