@@ -137,9 +137,14 @@ pub(super) async fn drive<S: JsSink>(
             }
         }
 
+        // Finished, with nothing left to do: a stream the driver ended may still be on its way
+        // here, to be closed properly.
         let done = {
             let state = lock(&state);
-            connecting.is_none() && state.stream.is_none() && state.driver.core().is_finished()
+            connecting.is_none()
+                && state.stream.is_none()
+                && state.driver.core().is_finished()
+                && control.is_empty()
         };
         if done {
             break;

@@ -568,3 +568,27 @@ fn the_task_lets_go_of_javascript_when_it_ends() -> Outcome {
     assert!(lock(&state).js.is_none());
     Ok(())
 }
+
+#[test]
+fn the_task_closes_properly_a_stream_the_driver_ended_before_it_looked() -> Outcome {
+    let rt = runtime()?;
+    let (mut state, rx, worker) = connected_js_reading(&rt)?;
+    // The task wakes for something else first; then the product closes: the core is finished
+    // and the stream on its way to the task before the task looks.
+    let _ = state.control.send(Control::Wake);
+    let _ = state.handle(Input::Product(ProductCall::Close), Caller::JavaScript);
+    assert!(state.driver.core().is_finished() && state.stream.is_none());
+    let worker = std::thread::spawn(move || -> Outcome<u16> {
+        let mut worker = worker;
+        loop {
+            if let Message::Close(Some(frame)) = worker.read().or_fail("the client's close")? {
+                return Ok(u16::from(frame.code));
+            }
+        }
+    });
+    let state = Arc::new(Mutex::new(state));
+    rt.block_on(task::drive(state.clone(), rx, String::new()));
+    assert_eq!(worker.join().or_fail("the worker's thread")??, 1000);
+    assert!(lock(&state).js.is_none());
+    Ok(())
+}
