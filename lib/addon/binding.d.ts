@@ -18,9 +18,9 @@ export declare class Client {
   /**
    * A client on the native transport; `start()` connects. `dispatch` receives the runtime
    * thread's log lines and handler calls; `readable`, where given, the first event the
-   * JavaScript thread reads itself.
+   * JavaScript thread reads itself. With `record`, it keeps a recording (`takeRecording`).
    */
-  static native(options: import('./wire').ClientOptions, dispatch: (arg: Array<import('./wire').JsAction>) => void, readable?: ((arg: Array<import('./wire').JsAction>) => void) | undefined | null): Client
+  static native(options: import('./wire').ClientOptions, dispatch: (arg: Array<import('./wire').JsAction>) => void, readable?: ((arg: Array<import('./wire').JsAction>) => void) | undefined | null, record?: boolean | undefined | null): Client
   /**
    * Reads one frame on the JavaScript thread and returns what it asks of the glue; null when
    * there is nothing (more) to read here. Takes the socket first if it is on offer.
@@ -30,14 +30,20 @@ export declare class Client {
    * A client whose socket is a JavaScript object the glue drives; `start()` begins.
    * `now_ms` is the glue's clock. With `pings` (its class has `ping()`, as `ws`'s does) a
    * report is sent with the number of a ping to follow it (`Send`'s `pingAfter`), and the
-   * pong that carries it back (`socketPong`) confirms it (D13).
+   * pong that carries it back (`socketPong`) confirms it (D13). With `record`, the actions
+   * include the recording's events (`Record`).
    */
-  static jsSocket(options: import('./wire').ClientOptions, nowMs: number, pings?: boolean | undefined | null): Client
+  static jsSocket(options: import('./wire').ClientOptions, nowMs: number, pings?: boolean | undefined | null, record?: boolean | undefined | null): Client
   get role(): 'source' | 'target'
   get connected(): boolean
   get migrationId(): string | null
   /** No socket will ever be opened again (closed, or replaced by a newer connection). */
   get finished(): boolean
+  /**
+   * The recording's lines since this was last called (UTF-8 NDJSON), or null when there are
+   * none.
+   */
+  takeRecording(): Buffer | null
   /**
    * Which notes the glue wants from now on: a mask of 1 (connection), 2 (frames) and
    * 4 (reports); 0, the default, builds none.

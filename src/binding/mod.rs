@@ -73,16 +73,28 @@ impl Client {
     /// A client whose socket is a JavaScript object the glue drives; `start()` begins.
     /// `now_ms` is the glue's clock. With `pings` (its class has `ping()`, as `ws`'s does) a
     /// report is sent with the number of a ping to follow it (`Send`'s `pingAfter`), and the
-    /// pong that carries it back (`socketPong`) confirms it (D13).
+    /// pong that carries it back (`socketPong`) confirms it (D13). With `record`, the actions
+    /// include the recording's events (`Record`).
     #[napi(
         factory,
-        ts_args_type = "options: import('./wire').ClientOptions, nowMs: number, pings?: boolean | undefined | null"
+        ts_args_type = "options: import('./wire').ClientOptions, nowMs: number, pings?: boolean | undefined | null, record?: boolean | undefined | null"
     )]
-    pub fn js_socket(options: FromWire<WireOptions>, now_ms: f64, pings: Option<bool>) -> Client {
+    pub fn js_socket(
+        options: FromWire<WireOptions>,
+        now_ms: f64,
+        pings: Option<bool>,
+        record: Option<bool>,
+    ) -> Client {
         let transport = Transport::ProductSocket {
             pings: pings.unwrap_or(false),
         };
-        let driver = Driver::new(options.0 .0, seed(), now_ms, transport);
+        let driver = Driver::new(
+            options.0 .0,
+            seed(),
+            now_ms,
+            transport,
+            record.unwrap_or(false),
+        );
         Client {
             host: Host::ProductSocket(Box::new(driver)),
         }
@@ -119,6 +131,18 @@ impl Client {
             Host::Native(native) => native.finished(),
             Host::ProductSocket(driver) => driver.core().is_finished(),
         }
+    }
+
+    /// The recording's lines since this was last called (UTF-8 NDJSON), or null when there are
+    /// none.
+    #[napi]
+    pub fn take_recording(&mut self) -> Option<Buffer> {
+        let mut lines = Vec::new();
+        match &mut self.host {
+            Host::Native(native) => native.take_recording(&mut lines),
+            Host::ProductSocket(driver) => driver.take_recording(&mut lines),
+        }
+        (!lines.is_empty()).then(|| lines.into())
     }
 
     /// Which notes the glue wants from now on: a mask of 1 (connection), 2 (frames) and

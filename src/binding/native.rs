@@ -115,6 +115,11 @@ impl Native {
         self.client.read(|driver| driver.core().is_finished())
     }
 
+    /// Moves the recording's lines since they were last taken onto `out`.
+    pub fn take_recording(&self, out: &mut Vec<u8>) {
+        self.client.take_recording(out);
+    }
+
     /// After `close()`: the task may have nothing else to wake it.
     pub fn closed(&self) {
         self.client.wake();
@@ -125,16 +130,17 @@ impl Native {
 impl Client {
     /// A client on the native transport; `start()` connects. `dispatch` receives the runtime
     /// thread's log lines and handler calls; `readable`, where given, the first event the
-    /// JavaScript thread reads itself.
+    /// JavaScript thread reads itself. With `record`, it keeps a recording (`takeRecording`).
     #[napi(
         factory,
-        ts_args_type = "options: import('./wire').ClientOptions, dispatch: (arg: Array<import('./wire').JsAction>) => void, readable?: ((arg: Array<import('./wire').JsAction>) => void) | undefined | null"
+        ts_args_type = "options: import('./wire').ClientOptions, dispatch: (arg: Array<import('./wire').JsAction>) => void, readable?: ((arg: Array<import('./wire').JsAction>) => void) | undefined | null, record?: boolean | undefined | null"
     )]
     pub fn native(
         env: Env,
         options: FromWire<WireOptions>,
         dispatch: Function<Actions, ()>,
         readable: Option<Function<Actions, ()>>,
+        record: Option<bool>,
     ) -> Result<Client> {
         let shown = Arc::new(Shown::default());
         let shown_by_dispatch = shown.clone();
@@ -149,7 +155,8 @@ impl Client {
         let url = options.url.clone();
         // The driver's clock starts with it.
         let epoch = Instant::now();
-        let driver = Driver::new(options, seed(), 0.0, Transport::OwnSocket);
+        let record = record.unwrap_or(false);
+        let driver = Driver::new(options, seed(), 0.0, Transport::OwnSocket, record);
         let client = NativeClient::start(driver, epoch, url, TsfnSink(tsfn), uv_loop.is_some())
             .map_err(|e| Error::from_reason(e.to_string()))?;
         #[cfg(unix)]

@@ -231,6 +231,11 @@ impl<S: JsSink> NativeClient<S> {
         (made.map(drop), work)
     }
 
+    /// Moves the recording's lines since they were last taken onto `out`.
+    pub fn take_recording(&self, out: &mut Vec<u8>) {
+        lock(&self.state).driver.take_recording(out);
+    }
+
     /// Reads the driver without changing it.
     pub fn read<R>(&self, f: impl FnOnce(&Driver) -> R) -> R {
         f(&lock(&self.state).driver)

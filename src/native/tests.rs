@@ -81,7 +81,7 @@ pub(super) fn state() -> (State<Recorder>, mpsc::UnboundedReceiver<Control>) {
         heartbeat_ms: 5000.0,
         connect_timeout_ms: 0.0,
     };
-    let driver = Driver::new(options, 7, 0.0, Transport::OwnSocket);
+    let driver = Driver::new(options, 7, 0.0, Transport::OwnSocket, false);
     let (control, rx) = mpsc::unbounded_channel();
     let state = State::new(
         driver,

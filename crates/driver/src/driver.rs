@@ -2,6 +2,7 @@
 //! [`Output`]s for the host's glue out.
 
 use crate::output::Output;
+use crate::record::Recorder;
 use crate::wire::{Incoming, SendError, Wire};
 use crate::ws::{self, Fed};
 use ctl_migration_core::close_code;
@@ -229,6 +230,8 @@ pub struct Driver {
     /// carry a batch out after a nested call (a callback of its own making a report) sent
     /// another.
     sent: VecDeque<Outbound>,
+    /// With recording on, what makes its events.
+    recorder: Option<Recorder>,
 }
 
 /// How many frames [`Driver::sent`] keeps: far more than one turn of the glue sends, at most
@@ -238,20 +241,44 @@ const SENT_KEPT: usize = 32;
 impl Driver {
     /// A client on `transport`: [`Transport::OwnSocket`] is the driver's own WebSocket over a
     /// byte stream the host connects; a product's socket takes text frames. `seed` seeds the
-    /// reconnect jitter; `now` is the host's clock.
-    pub fn new(options: Options, seed: u64, now: f64, transport: Transport) -> Driver {
+    /// reconnect jitter; `now` is the host's clock. With `record`, it keeps a recording of
+    /// everything from now on ([`Driver::take_recording`]).
+    pub fn new(
+        options: Options,
+        seed: u64,
+        now: f64,
+        transport: Transport,
+        record: bool,
+    ) -> Driver {
         let own = (transport == Transport::OwnSocket).then(|| OwnStream {
             url: options.url.clone(),
             wire: None,
             written: Vec::new(),
             end_stream: false,
         });
+        let recorder = record.then(|| Recorder::new(&options, now));
+        let mut core = Protocol::new(Config::for_transport(options, seed, transport));
+        if record {
+            // A recording has the reports' outcomes, whether the glue observes them or not.
+            core.observe(Observed {
+                reports: true,
+                ..Observed::default()
+            });
+        }
         Driver {
-            core: Protocol::new(Config::for_transport(options, seed, transport)),
+            core,
             now,
             timer_at: None,
             own,
             sent: VecDeque::new(),
+            recorder,
+        }
+    }
+
+    /// Moves the recording's lines written since it was last called onto `out`.
+    pub fn take_recording(&mut self, out: &mut Vec<u8>) {
+        if let Some(recorder) = self.recorder.as_mut() {
+            recorder.take(out);
         }
     }
 
@@ -291,6 +318,10 @@ impl Driver {
     ) -> Result<bool, Refused> {
         self.now = self.now.max(now);
         let now = self.now;
+        let input = match self.recorder.as_mut() {
+            Some(recorder) => recorder.input(input, now, out),
+            None => input,
+        };
         match input {
             Input::Product(call) => {
                 let mut refused = None;
@@ -369,6 +400,11 @@ impl Driver {
         f(&mut self.core);
         let now = self.now;
         while let Some(action) = self.core.poll_action() {
+            if let Some(recorder) = self.recorder.as_mut() {
+                if !recorder.action(&action, now, out) {
+                    continue;
+                }
+            }
             let action = match self.own.as_mut() {
                 Some(own) => own.carry_out(&mut self.core, action, now),
                 None => {
@@ -454,6 +490,9 @@ impl Driver {
             Some(wire) => wire.read(),
             None => Incoming::Nothing,
         };
+        if let Some(recorder) = self.recorder.as_mut() {
+            recorder.read(&incoming, now, out);
+        }
         match incoming {
             Incoming::Nothing => return false,
             Incoming::Opened => self.run(out, |core| core.on_open(now)),
@@ -485,6 +524,9 @@ impl Driver {
         let open = own.wire.as_ref().is_some_and(|w| !w.upgrading());
         own.wire = None;
         let now = self.now;
+        if let Some(recorder) = self.recorder.as_mut() {
+            recorder.stream_ended(open, error, now, out);
+        }
         self.run(out, |core| {
             if open {
                 core.on_error(now);
@@ -531,7 +573,7 @@ mod tests {
 
     impl Connected {
         fn new() -> Connected {
-            let mut driver = Driver::new(options(), 7, 0.0, Transport::OwnSocket);
+            let mut driver = Driver::new(options(), 7, 0.0, Transport::OwnSocket, false);
             let mut out = Vec::new();
             let _ = driver.handle(Input::Product(ProductCall::Start), 0.0, &mut out);
             assert!(out.contains(&Output::Open), "{out:?}");
@@ -659,7 +701,13 @@ mod tests {
 
     /// A driver on a product's socket, its hello answered.
     fn on_product_socket() -> Driver {
-        let mut driver = Driver::new(options(), 7, 0.0, Transport::ProductSocket { pings: false });
+        let mut driver = Driver::new(
+            options(),
+            7,
+            0.0,
+            Transport::ProductSocket { pings: false },
+            false,
+        );
         let mut out = Vec::new();
         for input in [
             Input::Product(ProductCall::Start),
@@ -734,7 +782,13 @@ mod tests {
 
     #[test]
     fn a_handler_cannot_end_in_what_it_cannot_have() {
-        let mut driver = Driver::new(options(), 7, 0.0, Transport::ProductSocket { pings: false });
+        let mut driver = Driver::new(
+            options(),
+            7,
+            0.0,
+            Transport::ProductSocket { pings: false },
+            false,
+        );
         let call = ProductCall::Settled {
             handler: HandlerKind::GetState,
             migration_id: "m",

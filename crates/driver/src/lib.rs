@@ -8,11 +8,13 @@
 //!   product's socket it hands it text frames.
 //! - [`ws`]: the WebSocket rules both builds share: the socket's configuration, the ping that
 //!   carries a number, what a read means to the core (D12, D13), and what broken input is told.
+//! - [`record`]: the flight recorder's events, with recording on.
 //! - [`output`]: the one wire shape of the actions (`{ kind, … }`, camelCase), of the client's
 //!   options, and of how a handler ended.
 
 mod driver;
 pub mod output;
+pub mod record;
 pub mod wire;
 pub mod ws;
 

@@ -77,6 +77,9 @@ pub enum Output {
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<&'static str>,
     },
+    /// With recording on: there are lines of the recording to take (`takeRecording`), for the
+    /// first time since the glue last took them.
+    Recorded,
 }
 
 /// What a `Connection` action tells of the client's connection, by its `event`: each with the

@@ -210,7 +210,8 @@ pub extern "C" fn ctl_seed_entropy(len: u32) {
 /// is the glue's clock. `socket` says what the glue's socket is: 1, a byte stream the glue
 /// connects, over which the driver speaks WebSocket itself (the `ctl_stream_*` inputs); 0, a
 /// product's socket (the `ctl_socket_*` inputs); 2, a product's socket that can ping (D13:
-/// reports are confirmed by its pongs, `ctl_socket_pong`).
+/// reports are confirmed by its pongs, `ctl_socket_pong`). With `record` 1, the client's
+/// outputs include its recording's events.
 #[no_mangle]
 pub extern "C" fn ctl_client_new(
     len: u32,
@@ -218,6 +219,7 @@ pub extern "C" fn ctl_client_new(
     seed_low: u32,
     now: f64,
     socket: u32,
+    record: u32,
 ) -> i32 {
     MODULE.with(|module| {
         let module = &mut *module.borrow_mut();
@@ -229,7 +231,7 @@ pub extern "C" fn ctl_client_new(
             1 => Transport::OwnSocket,
             pings => Transport::ProductSocket { pings: pings == 2 },
         };
-        let client = Some(Driver::new(options, seed, now, transport));
+        let client = Some(Driver::new(options, seed, now, transport, record == 1));
         let handle = match module.clients.iter().position(Option::is_none) {
             Some(free) => {
                 module.clients[free] = client;
@@ -288,6 +290,24 @@ pub extern "C" fn ctl_migration_id(handle: u32) -> i32 {
         module.output.extend_from_slice(id.as_bytes());
         OUTPUT_CELLS[0].store(module.output.as_ptr() as usize as u32, Ordering::Relaxed);
         i32::try_from(module.output.len()).unwrap_or(-1)
+    })
+}
+
+/// The recording's lines since the glue last took them, as the answer's bytes (their length).
+#[no_mangle]
+pub extern "C" fn ctl_take_recording(handle: u32) -> u32 {
+    MODULE.with(|module| {
+        let module = &mut *module.borrow_mut();
+        module.output.clear();
+        if let Some(client) = module
+            .clients
+            .get_mut(handle as usize)
+            .and_then(Option::as_mut)
+        {
+            client.take_recording(&mut module.output);
+        }
+        OUTPUT_CELLS[0].store(module.output.as_ptr() as usize as u32, Ordering::Relaxed);
+        module.output.len() as u32
     })
 }
 

@@ -1,0 +1,822 @@
+//! The flight recorder: with recording on, every input into the core and every action out of
+//! it is written as a line of the recording (docs/recording.md), in order, timed on the
+//! driver's clock from the client's start. The lines wait here until the glue takes them
+//! ([`Driver::take_recording`](crate::Driver::take_recording)), which it is told to once there
+//! are some ([`Output::Recorded`]); the glue redacts payloads and writes the file. Frames are
+//! written as the JSON they are, unparsed, and nothing written holds the token.
+
+use crate::output::Output;
+use crate::wire::Incoming;
+use crate::ws;
+use crate::{Input, ProductCall, Report};
+use ctl_migration_core::close_code::{self, BrokenInput};
+use ctl_migration_core::frames::AppliedSummary;
+use ctl_migration_core::protocol::{
+    Action, FrameType, Note, Options, ReportOutcome, Settled, IGNORED_FRAME,
+};
+use memchr::memmem::Finder;
+use serde::Serialize;
+use std::io::Write;
+use tungstenite::error::Error as WsError;
+use tungstenite::Message;
+
+/// The hello as it is recorded: the token never is.
+const HELLO: &str = r#"{"type":"hello","token":"[redacted]"}"#;
+/// What is written in place of the token.
+const REDACTED: &str = "[redacted]";
+/// How much of a frame that is not JSON is written.
+const TEXT_KEPT: usize = 1024;
+
+/// One event of a recording: its line but for `t`, and for a frame's or a payload's JSON, which
+/// is written after it as it is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
+enum Event<'a> {
+    /// The client starts connection `conn` (the core's `Open`).
+    Connect {
+        conn: u32,
+    },
+    Opened {
+        conn: u32,
+    },
+    OpenFailed {
+        conn: u32,
+        error: &'a str,
+    },
+    /// A frame from the worker, followed by its JSON as `frame`.
+    Recv {
+        conn: u32,
+    },
+    /// A frame from the worker that is not JSON the core could read: at most [`TEXT_KEPT`]
+    /// bytes of it, and its length.
+    #[serde(rename = "recv")]
+    RecvText {
+        conn: u32,
+        text: &'a str,
+        bytes: usize,
+    },
+    /// A frame the client put on the socket, followed by its JSON as `frame`.
+    Sent {
+        conn: u32,
+    },
+    /// The worker (or the transport) closed the connection.
+    Closed {
+        conn: u32,
+        code: u16,
+        reason: &'a str,
+    },
+    /// The client closed it; without a code, it gave up on it.
+    Close {
+        conn: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    },
+    /// It broke without a close frame.
+    Dropped {
+        conn: u32,
+        error: &'a str,
+    },
+    Ping {
+        conn: u32,
+        number: u64,
+    },
+    Pong {
+        conn: u32,
+        number: u64,
+    },
+    /// The core's timer fired.
+    Timer,
+    Call {
+        handler: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+    },
+    Settled {
+        handler: &'static str,
+        migration_id: &'a str,
+        how: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a str>,
+    },
+    /// A product call, with its `reason`, or followed by its payload's JSON as `payload`.
+    Product {
+        call: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    },
+    /// A report's outcome, as `ctl-migration:report` carries it.
+    Note {
+        report_type: &'static str,
+        outcome: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'static str>,
+    },
+    Log {
+        line: &'a str,
+    },
+}
+
+/// A client's recorder.
+#[derive(Debug)]
+pub struct Recorder {
+    /// The driver's clock at the client's start, from which events are timed.
+    start: f64,
+    /// The current connection, counted from 1.
+    conn: u32,
+    /// Whether the glue wants report notes: the recorder has the core build them always, and
+    /// hands the glue only those it asked for.
+    glue_reports: bool,
+    /// The lines the glue has not taken yet.
+    lines: Vec<u8>,
+    /// Whether the glue was told there are lines to take since it last took them.
+    told: bool,
+    /// What no line may hold, as JSON writes it, and what is written in its place: the token,
+    /// and the worker URL's credentials and query (an error may quote the URL).
+    secrets: Vec<(Finder<'static>, &'static str)>,
+    /// The latest line, if it is a frame from the worker written as JSON before the core read
+    /// it: where the line starts and how long the frame is. Until the next input: a frame the
+    /// core cannot read is written again as text.
+    unread: Option<(usize, usize)>,
+}
+
+impl Recorder {
+    /// A recorder for a client of `options` whose events are timed from `start`, the driver's
+    /// clock at its start.
+    pub fn new(options: &Options, start: f64) -> Recorder {
+        let mut secrets = vec![(json_escaped(&options.token), REDACTED)];
+        secrets.extend(url_secrets(&options.url).map(|s| (json_escaped(s), "")));
+        let secrets = secrets
+            .into_iter()
+            .filter(|(secret, _)| !secret.is_empty())
+            .map(|(secret, instead)| (Finder::new(secret.as_bytes()).into_owned(), instead))
+            .collect();
+        Recorder {
+            start,
+            conn: 0,
+            glue_reports: false,
+            lines: Vec::new(),
+            told: false,
+            secrets,
+            unread: None,
+        }
+    }
+
+    /// Moves the lines written since the glue last took them onto `out`.
+    pub fn take(&mut self, out: &mut Vec<u8>) {
+        out.append(&mut self.lines);
+        self.told = false;
+        self.unread = None;
+    }
+
+    /// Writes `event`'s line at `now`, with `raw`'s JSON after it as the field it names.
+    fn write(&mut self, now: f64, event: &Event, raw: Option<(&str, &str)>, out: &mut Vec<Output>) {
+        if !self.told {
+            self.told = true;
+            out.push(Output::Recorded);
+        }
+        let start = self.lines.len();
+        let t = ((now - self.start) * 1000.0).round() / 1000.0;
+        self.lines.extend_from_slice(br#"{"t":"#);
+        // Writing into a Vec fails only for a map key that is not a string, which no event has.
+        let _ = serde_json::to_writer(&mut self.lines, &t);
+        let at = self.lines.len();
+        let _ = serde_json::to_writer(&mut self.lines, event);
+        // The event's own `{` continues the line.
+        self.lines[at] = b',';
+        if let Some((field, json)) = raw {
+            self.lines.pop();
+            let _ = write!(self.lines, ",\"{field}\":{json}}}");
+        }
+        self.lines.push(b'\n');
+        self.scrub(start);
+    }
+
+    /// Takes every secret out of the line from `start`.
+    fn scrub(&mut self, start: usize) {
+        for (secret, instead) in &self.secrets {
+            let line = &self.lines[start..];
+            if secret.find(line).is_none() {
+                continue;
+            }
+            let secret = String::from_utf8_lossy(secret.needle()).into_owned();
+            let text = String::from_utf8_lossy(line).replace(&secret, instead);
+            self.lines.truncate(start);
+            self.lines.extend_from_slice(text.as_bytes());
+        }
+    }
+
+    fn recv(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
+        let conn = self.conn;
+        if !text.trim_start().starts_with('{') {
+            return self.recv_text(text, now, out);
+        }
+        let start = self.lines.len();
+        self.write(now, &Event::Recv { conn }, Some(("frame", text)), out);
+        // Unless a secret was taken out of it, the frame ends two bytes before the line.
+        let written = self.lines.len() - start;
+        self.unread = (written > text.len()).then_some((start, text.len()));
+    }
+
+    fn recv_text(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
+        let mut kept = text.len().min(TEXT_KEPT);
+        while !text.is_char_boundary(kept) {
+            kept -= 1;
+        }
+        let event = Event::RecvText {
+            conn: self.conn,
+            text: &text[..kept],
+            bytes: text.len(),
+        };
+        self.write(now, &event, None, out);
+    }
+
+    /// The frame of the latest line, which the core could not read, written again as text.
+    fn unreadable(&mut self, now: f64, out: &mut Vec<Output>) {
+        let Some((start, len)) = self.unread.take() else {
+            return;
+        };
+        let end = self.lines.len() - 2;
+        let text = String::from_utf8_lossy(&self.lines[end - len..end]).into_owned();
+        self.lines.truncate(start);
+        self.recv_text(&text, now, out);
+    }
+
+    /// Records `input`, and gives back what the core is to be given instead: the report notes
+    /// a recording has are always observed.
+    pub fn input<'a>(&mut self, input: Input<'a>, now: f64, out: &mut Vec<Output>) -> Input<'a> {
+        self.unread = None;
+        let conn = self.conn;
+        match &input {
+            Input::Product(ProductCall::Observe(observed)) => {
+                self.glue_reports = observed.reports;
+                let mut observed = *observed;
+                observed.reports = true;
+                return Input::Product(ProductCall::Observe(observed));
+            }
+            Input::Product(call) => self.product(call, now, out),
+            Input::TimerFired => self.write(now, &Event::Timer, None, out),
+            Input::SocketOpened => self.write(now, &Event::Opened { conn }, None, out),
+            Input::SocketOpenFailed(error) => {
+                self.write(now, &Event::OpenFailed { conn, error }, None, out)
+            }
+            Input::SocketMessage(text) => self.recv(text, now, out),
+            Input::SocketClosed { code, reason, .. } => {
+                let code = code.unwrap_or(close_code::NO_STATUS);
+                self.write(now, &Event::Closed { conn, code, reason }, None, out)
+            }
+            Input::SocketErrored { .. } => {
+                let error = "socket error";
+                self.write(now, &Event::Dropped { conn, error }, None, out)
+            }
+            Input::SocketSendFailed { error, .. } => {
+                let error = &format!("send failed: {error}");
+                self.write(now, &Event::Dropped { conn, error }, None, out)
+            }
+            Input::SocketPong(payload) => {
+                if let Some(number) = number(payload) {
+                    self.write(now, &Event::Pong { conn, number }, None, out)
+                }
+            }
+            // The driver's own WebSocket: recorded as it reads ([`Recorder::read`]).
+            Input::StreamConnected
+            | Input::StreamData(_)
+            | Input::StreamRead
+            | Input::StreamEof
+            | Input::StreamEnded(_) => {}
+            // A write that waits is the host's; one that waits too long ends the connection,
+            // which is recorded.
+            Input::StreamWriteBlocked | Input::StreamWriteDone => {}
+        }
+        input
+    }
+
+    /// Records `action` as it leaves the core; false when the glue is not to have it (a report
+    /// note only the recording asked for).
+    pub fn action(&mut self, action: &Action, now: f64, out: &mut Vec<Output>) -> bool {
+        if let Action::Log(line) = action {
+            if line.starts_with(IGNORED_FRAME) {
+                self.unreadable(now, out);
+            }
+        }
+        self.unread = None;
+        let conn = self.conn;
+        match action {
+            Action::Open => {
+                self.conn += 1;
+                let conn = self.conn;
+                self.write(now, &Event::Connect { conn }, None, out);
+            }
+            Action::Send(frame) => {
+                let text = match frame.frame_type {
+                    FrameType::Hello => HELLO,
+                    _ => &frame.text,
+                };
+                self.write(now, &Event::Sent { conn }, Some(("frame", text)), out);
+                if let Some(number) = frame.ping_after {
+                    self.write(now, &Event::Ping { conn, number }, None, out);
+                }
+            }
+            Action::Close { code, reason } => {
+                let (code, reason) = (*code, *reason);
+                self.write(now, &Event::Close { conn, code, reason }, None, out)
+            }
+            Action::Ping(number) => {
+                let number = *number;
+                self.write(now, &Event::Ping { conn, number }, None, out)
+            }
+            Action::Call(call) => {
+                let event = Event::Call {
+                    handler: call.handler.name(),
+                    migration_id: call.migration_id.as_deref(),
+                };
+                self.write(now, &event, None, out)
+            }
+            Action::Log(line) => self.write(now, &Event::Log { line }, None, out),
+            Action::Note(Note::Report {
+                frame_type,
+                outcome,
+                migration_id,
+            }) => {
+                let event = Event::Note {
+                    report_type: frame_type.as_str(),
+                    outcome: outcome.as_str(),
+                    migration_id: migration_id.as_deref(),
+                    reason: match outcome {
+                        ReportOutcome::Dropped { reason } => Some(reason),
+                        _ => None,
+                    },
+                };
+                self.write(now, &event, None, out);
+                return self.glue_reports;
+            }
+            Action::Note(_) => {}
+        }
+        true
+    }
+
+    /// Records what the driver's own WebSocket read: the upgrade's end, a message, a close, a
+    /// pong, or why the connection cannot go on.
+    pub fn read(&mut self, incoming: &Incoming, now: f64, out: &mut Vec<Output>) {
+        self.unread = None;
+        let conn = self.conn;
+        match incoming {
+            Incoming::Nothing => {}
+            Incoming::Opened => self.write(now, &Event::Opened { conn }, None, out),
+            Incoming::Refused(error) => {
+                self.write(now, &Event::OpenFailed { conn, error }, None, out)
+            }
+            Incoming::Read(Ok(message)) => match message {
+                Message::Text(text) => self.recv(text.as_str(), now, out),
+                // D12: read as text, as the core reads it.
+                Message::Binary(bytes) => self.recv(&String::from_utf8_lossy(bytes), now, out),
+                Message::Close(frame) => {
+                    let (code, reason) = frame.as_ref().map_or((close_code::NO_STATUS, ""), |f| {
+                        (u16::from(f.code), f.reason.as_str())
+                    });
+                    self.write(now, &Event::Closed { conn, code, reason }, None, out)
+                }
+                Message::Pong(payload) => {
+                    if let Some(number) = number(payload) {
+                        self.write(now, &Event::Pong { conn, number }, None, out)
+                    }
+                }
+                _ => {}
+            },
+            Incoming::Read(Err(error)) if ws::would_block(error) => {}
+            Incoming::Read(Err(error)) => self.read_error(error, now, out),
+        }
+    }
+
+    /// A read error: input the client refuses with a close code, or a connection gone.
+    fn read_error(&mut self, error: &WsError, now: f64, out: &mut Vec<Output>) {
+        let conn = self.conn;
+        match ws::broken_input(error).map(BrokenInput::close) {
+            Some((code, reason)) => {
+                let event = Event::Close {
+                    conn,
+                    code: Some(code),
+                    reason: Some(reason),
+                };
+                self.write(now, &event, None, out)
+            }
+            None => {
+                let error = &error.to_string();
+                self.write(now, &Event::Dropped { conn, error }, None, out)
+            }
+        }
+    }
+
+    /// Records the end of the driver's byte stream: a connection that broke once `open`, else
+    /// a connect that failed.
+    pub fn stream_ended(&mut self, open: bool, error: &str, now: f64, out: &mut Vec<Output>) {
+        self.unread = None;
+        let conn = self.conn;
+        let event = match open {
+            true => Event::Dropped { conn, error },
+            false => Event::OpenFailed { conn, error },
+        };
+        self.write(now, &event, None, out);
+    }
+
+    /// A product call's line; none for starting and observing.
+    fn product(&mut self, call: &ProductCall<'_>, now: f64, out: &mut Vec<Output>) {
+        let report = match call {
+            ProductCall::Start | ProductCall::Observe(_) => return,
+            ProductCall::Close => {
+                let event = Event::Product {
+                    call: "close",
+                    reason: None,
+                };
+                return self.write(now, &event, None, out);
+            }
+            ProductCall::Settled {
+                handler,
+                migration_id,
+                settled,
+            } => {
+                let (how, error) = match settled {
+                    Settled::Missing => ("missing", None),
+                    Settled::Done | Settled::Value(_) => ("returned", None),
+                    Settled::Threw(error) => ("threw", error.as_deref()),
+                    Settled::NotJson(why) => ("not-json", Some(why.as_str())),
+                    Settled::Refused(reason) => ("refused", Some(reason.as_str())),
+                };
+                let event = Event::Settled {
+                    handler: handler.name(),
+                    migration_id,
+                    how,
+                    error,
+                };
+                return self.write(now, &event, None, out);
+            }
+            ProductCall::Report(report) => report,
+        };
+        let summary;
+        let (call, payload, reason) = match report {
+            Report::State(payload) => ("reportState", Some(payload.as_str()), None),
+            Report::RefuseState(reason) => ("refuseState", None, Some(reason.as_str())),
+            Report::Ready(payload) => ("reportReady", Some(payload.as_str()), None),
+            Report::StoppedOutput(payload) => ("reportStoppedOutput", Some(payload.as_str()), None),
+            Report::Applied(applied) => {
+                summary = summary_json(applied);
+                ("reportApplied", Some(summary.as_str()), None)
+            }
+            Report::Abort(reason) => ("abort", None, Some(reason.as_str())),
+        };
+        let event = Event::Product { call, reason };
+        self.write(now, &event, payload.map(|json| ("payload", json)), out);
+    }
+}
+
+/// `text` as it is between the quotes of a JSON string.
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    quoted
+        .get(1..quoted.len().saturating_sub(1))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A URL's userinfo (with its `@`) and query (with its `?`), whichever it has.
+fn url_secrets(url: &str) -> impl Iterator<Item = &str> {
+    let after_scheme = url.find("://").map_or(0, |at| at + 3);
+    let rest = &url[after_scheme..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let userinfo = authority.rfind('@').map(|at| &authority[..=at]);
+    let query = url
+        .find('?')
+        .map(|at| &url[at..url.find('#').unwrap_or(url.len()).max(at)]);
+    userinfo.into_iter().chain(query)
+}
+
+/// A ping's or pong's number, as the core numbers them (eight bytes, big-endian).
+fn number(payload: &[u8]) -> Option<u64> {
+    payload.try_into().ok().map(u64::from_be_bytes)
+}
+
+/// `reportApplied`'s summary as the JSON the product gave (checked by the glue).
+fn summary_json(summary: &AppliedSummary) -> String {
+    let mut object = serde_json::Map::new();
+    if let Some(applied) = &summary.applied {
+        object.insert("applied".into(), applied.clone().into());
+    }
+    if let Some(failed) = &summary.failed {
+        let failed = failed
+            .iter()
+            .map(|f| serde_json::json!({ "id": f.id, "reason": f.reason }))
+            .collect::<Vec<_>>();
+        object.insert("failed".into(), failed.into());
+    }
+    if let Some(skew_ms) = summary.skew_ms {
+        object.insert("skewMs".into(), skew_ms.into());
+    }
+    serde_json::Value::Object(object).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Pipe;
+    use crate::Driver;
+    use ctl_migration_core::protocol::{HandlerKind, Transport};
+    use serde_json::{json, Value};
+    use tungstenite::WebSocket;
+
+    const TOKEN: &str = "s3cret-token";
+
+    fn options() -> Options {
+        Options {
+            url: "ws://user:pa55@worker/instances/j/r?key=q-secret".into(),
+            token: TOKEN.into(),
+            name: "demo".into(),
+            reconnect_min_ms: 1000.0,
+            reconnect_max_ms: 30000.0,
+            reconnect_jitter: 0.0,
+            heartbeat_ms: 0.0,
+            connect_timeout_ms: 0.0,
+        }
+    }
+
+    /// The recording's lines so far, each checked to be JSON holding no secret.
+    fn lines(driver: &mut Driver) -> Vec<Value> {
+        let mut bytes = Vec::new();
+        driver.take_recording(&mut bytes);
+        let text = String::from_utf8(bytes).unwrap_or_default();
+        for secret in [TOKEN, "pa55", "q-secret"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        text.lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect()
+    }
+
+    fn kinds(lines: &[Value]) -> Vec<(f64, &str)> {
+        lines
+            .iter()
+            .map(|l| {
+                (
+                    l["t"].as_f64().unwrap_or(-1.0),
+                    l["kind"].as_str().unwrap_or(""),
+                )
+            })
+            .collect()
+    }
+
+    /// Hands `driver` each input at its time, with every output it gave.
+    fn feed(driver: &mut Driver, inputs: Vec<(Input<'_>, f64)>) -> Vec<Output> {
+        let mut out = Vec::new();
+        for (input, now) in inputs {
+            let _ = driver.handle(input, now, &mut out);
+        }
+        out
+    }
+
+    /// A driver on a product's socket, recording, started at 100 ms on its host's clock.
+    fn recording_on_product_socket() -> Driver {
+        let pings = Transport::ProductSocket { pings: true };
+        Driver::new(options(), 7, 100.0, pings, true)
+    }
+
+    #[test]
+    fn a_product_sockets_traffic_is_recorded_in_order_timed_from_the_start() {
+        let mut driver = recording_on_product_socket();
+        feed(
+            &mut driver,
+            vec![
+                (Input::Product(ProductCall::Start), 100.0),
+                (Input::SocketOpened, 102.5),
+                (Input::SocketMessage(r#"{"type":"hello-ack"}"#), 103.25),
+                (
+                    Input::SocketMessage(r#"{"type":"get-state","migrationId":"m-1"}"#),
+                    110.0,
+                ),
+                (
+                    Input::Product(ProductCall::Settled {
+                        handler: HandlerKind::GetState,
+                        migration_id: "m-1",
+                        settled: Settled::Value(r#"{"n":1}"#.into()),
+                    }),
+                    111.0,
+                ),
+            ],
+        );
+        let lines = lines(&mut driver);
+        assert_eq!(
+            kinds(&lines),
+            [
+                (0.0, "connect"),
+                (2.5, "opened"),
+                (2.5, "sent"),
+                (3.25, "recv"),
+                (3.25, "log"),
+                (3.25, "call"),
+                (10.0, "recv"),
+                (10.0, "call"),
+                (11.0, "settled"),
+                (11.0, "sent"),
+                (11.0, "note"),
+            ]
+        );
+        assert_eq!(
+            lines[2],
+            json!({"t": 2.5, "kind": "sent", "conn": 1, "frame": {"type": "hello", "token": "[redacted]"}})
+        );
+        assert_eq!(
+            lines[6],
+            json!({"t": 10.0, "kind": "recv", "conn": 1, "frame": {"type": "get-state", "migrationId": "m-1"}})
+        );
+        assert_eq!(
+            lines[8],
+            json!({"t": 11.0, "kind": "settled", "handler": "onGetState", "migrationId": "m-1", "how": "returned"})
+        );
+        assert_eq!(
+            lines[9]["frame"],
+            json!({"type": "state", "payload": {"n": 1}})
+        );
+    }
+
+    #[test]
+    fn a_report_is_recorded_as_the_product_made_it_then_sent_with_its_ping_and_outcome() {
+        let mut driver = recording_on_product_socket();
+        feed(
+            &mut driver,
+            vec![
+                (Input::Product(ProductCall::Start), 100.0),
+                (Input::SocketOpened, 101.0),
+                (Input::SocketMessage(r#"{"type":"hello-ack"}"#), 101.0),
+            ],
+        );
+        lines(&mut driver);
+        let ready = Report::Ready(r#"{"at":3}"#.into());
+        let out = feed(
+            &mut driver,
+            vec![
+                (Input::Product(ProductCall::Report(ready)), 120.0),
+                (Input::SocketPong(&1u64.to_be_bytes()), 121.0),
+            ],
+        );
+        let lines = lines(&mut driver);
+        assert_eq!(
+            lines[0],
+            json!({"t": 20.0, "kind": "product", "call": "reportReady", "payload": {"at": 3}})
+        );
+        assert_eq!(lines[1]["frame"]["type"], "target-ready");
+        assert_eq!(
+            lines[2],
+            json!({"t": 20.0, "kind": "ping", "conn": 1, "number": 1})
+        );
+        let at = |kind: &str, outcome: &str| {
+            lines
+                .iter()
+                .position(|l| l["kind"] == kind && (outcome.is_empty() || l["outcome"] == outcome))
+        };
+        assert!(at("pong", "") < at("note", "confirmed"), "{lines:?}");
+        // The glue asked for no report notes: it is handed none.
+        assert!(
+            !out.iter().any(|o| matches!(o, Output::Report { .. })),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn the_glue_is_told_once_there_are_lines_until_it_takes_them() {
+        let mut driver = recording_on_product_socket();
+        let told = |out: &[Output]| out.iter().filter(|o| **o == Output::Recorded).count();
+        let out = feed(
+            &mut driver,
+            vec![
+                (Input::Product(ProductCall::Start), 100.0),
+                (Input::SocketOpened, 101.0),
+            ],
+        );
+        assert_eq!(told(&out), 1);
+        assert_eq!(lines(&mut driver).len(), 3);
+        let out = feed(&mut driver, vec![(Input::SocketMessage("{}"), 102.0)]);
+        assert_eq!(told(&out), 1);
+    }
+
+    #[test]
+    fn recording_off_records_nothing() {
+        let product_socket = Transport::ProductSocket { pings: false };
+        let mut driver = Driver::new(options(), 7, 0.0, product_socket, false);
+        let out = feed(
+            &mut driver,
+            vec![
+                (Input::Product(ProductCall::Start), 0.0),
+                (Input::SocketOpened, 1.0),
+                (Input::SocketMessage(r#"{"type":"hello-ack"}"#), 2.0),
+            ],
+        );
+        assert!(
+            !out.is_empty() && !out.contains(&Output::Recorded),
+            "{out:?}"
+        );
+        assert!(lines(&mut driver).is_empty());
+    }
+
+    #[test]
+    fn a_frame_the_core_cannot_read_is_recorded_as_text() {
+        let mut driver = recording_on_product_socket();
+        let long = "x".repeat(2000);
+        feed(
+            &mut driver,
+            vec![
+                (Input::Product(ProductCall::Start), 100.0),
+                (Input::SocketOpened, 101.0),
+                (Input::SocketMessage(r#"{"type":"hello-ack","#), 102.0),
+                (Input::SocketMessage(&long), 103.0),
+            ],
+        );
+        let lines = lines(&mut driver);
+        assert_eq!(
+            lines[3],
+            json!({"t": 2.0, "kind": "recv", "conn": 1, "text": r#"{"type":"hello-ack","#, "bytes": 20})
+        );
+        assert_eq!(lines[4]["kind"], "log");
+        let text = lines.iter().find(|l| l["t"] == 3.0 && l["kind"] == "recv");
+        let text = text.map(|l| (l["text"].as_str().map(str::len), l["bytes"].clone()));
+        assert_eq!(text, Some((Some(1024), json!(2000))));
+    }
+
+    #[test]
+    fn no_line_holds_the_token_or_the_urls_credentials() {
+        let mut driver = recording_on_product_socket();
+        let reason = format!("bad token {TOKEN} at ws://user:pa55@worker/?key=q-secret");
+        feed(
+            &mut driver,
+            vec![
+                (Input::Product(ProductCall::Start), 100.0),
+                (Input::SocketOpened, 101.0),
+                (
+                    Input::SocketClosed {
+                        code: Some(4001),
+                        reason: &reason,
+                        buffered_amount: 0.0,
+                    },
+                    102.0,
+                ),
+            ],
+        );
+        let closed = lines(&mut driver)
+            .into_iter()
+            .find(|l| l["kind"] == "closed");
+        assert_eq!(
+            closed.map(|l| l["reason"].clone()),
+            Some(json!("bad token [redacted] at ws://worker/"))
+        );
+    }
+
+    /// The driver's own WebSocket, bytes in and out: the worker's end of the stream is
+    /// tungstenite's server.
+    #[test]
+    fn the_own_websockets_bytes_are_recorded_as_frames() {
+        let mut driver = Driver::new(options(), 7, 50.0, Transport::OwnSocket, true);
+        let mut out = feed(
+            &mut driver,
+            vec![
+                (Input::Product(ProductCall::Start), 50.0),
+                (Input::StreamConnected, 51.0),
+            ],
+        );
+        let mut stream = Pipe::default();
+        driver.drain_written(&mut stream.input);
+        let mut worker: WebSocket<Pipe> = match tungstenite::accept(stream) {
+            Ok(worker) => worker,
+            Err(e) => panic!("the upgrade: {e}"),
+        };
+        let answer = std::mem::take(&mut worker.get_mut().output);
+        let _ = driver.handle(Input::StreamData(&answer), 52.0, &mut out);
+        let mut written = Vec::new();
+        driver.drain_written(&mut written);
+        worker.get_mut().input.extend(written);
+        assert!(
+            matches!(worker.read(), Ok(Message::Text(hello)) if hello.contains(TOKEN)),
+            "the worker has the token"
+        );
+        let _ = worker.send(Message::text(r#"{"type":"hello-ack"}"#));
+        let _ = worker.close(None);
+        let bytes = std::mem::take(&mut worker.get_mut().output);
+        let _ = driver.handle(Input::StreamData(&bytes), 60.0, &mut out);
+        while driver.stream_more() {
+            let _ = driver.handle(Input::StreamRead, 60.0, &mut out);
+        }
+        let lines = lines(&mut driver);
+        let kinds: Vec<_> = kinds(&lines).into_iter().map(|(_, kind)| kind).collect();
+        assert_eq!(
+            kinds[..4],
+            ["connect", "opened", "sent", "recv"],
+            "{lines:?}"
+        );
+        assert_eq!(lines[3]["frame"], json!({"type": "hello-ack"}));
+        let closed = lines.iter().find(|l| l["kind"] == "closed");
+        assert_eq!(closed.map(|l| l["code"].clone()), Some(json!(1005)));
+    }
+}
