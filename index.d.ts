@@ -169,6 +169,17 @@ export interface ConnectMigrationOptions {
   /** The product's name in refusals the client makes for it. Default: `NORSK_RUNTIME_ID` from
    *  the env, else "this product". */
   name?: string | undefined
+  /** Records every frame, handler call and report of this client into one NDJSON file in this
+   *  directory (docs/recording.md). Default: `CTL_MIGRATION_RECORD` from the env, else off.
+   *  The token is never written; use `redact` for the payloads' secrets. */
+  record?: string | undefined
+  /** The most a recording's file holds, in bytes; past it the oldest migration is dropped first.
+   *  Default: `CTL_MIGRATION_RECORD_MAX_BYTES` from the env, else 4 MiB. */
+  recordMaxBytes?: number | undefined
+  /** What a recording writes in place of a frame's `payload`, by the frame's type (`state`,
+   *  `initial-state`, …). Called with a copy; a value it replaced is also replaced (by
+   *  `"[redacted]"`) wherever a later frame echoes it. */
+  redact?: ((frameType: string, payload: unknown) => unknown) | undefined
 }
 
 /** Connects to the worker named by `NORSK_WORKER_WS_URL` with `NORSK_WORKER_TOKEN` (from `env`,

@@ -20,6 +20,7 @@ export default defineConfig({
       '__test__/wasm-fallback.test.ts',
       '__test__/diagnostics.test.ts',
       '__test__/observability.test.ts',
+      '__test__/recording.test.ts',
       '__test__/faults/half-open.test.ts',
       '__test__/faults/unread-report.test.ts',
     ],

@@ -13,7 +13,8 @@ const { noteFallback, streamTransport } = require('./client/fallback.js')
 const { handlerCalls } = require('./client/handlers.js')
 const { jsSocketTransport, socketPings } = require('./client/js-socket.js')
 const { nativeClient } = require('./client/native.js')
-const { resolveOptions } = require('./client/options.js')
+const { recordingOptions, resolveOptions } = require('./client/options.js')
+const { startRecording } = require('./client/recorder.js')
 const { isStateRefusal, stateRefusal } = require('./client/refusal.js')
 const { appliedSummary, describe, payloadJson } = require('./client/values.js')
 const { PACKAGE } = require('./addon/platform.js')
@@ -31,7 +32,7 @@ function connectMigration(handlers, env, opts) {
   const url = env[URL_ENV]
   const token = env[TOKEN_ENV]
   if (!url || !token) return noopClient()
-  return socketClient(handlers ?? {}, String(url), String(token), String(opts.name ?? env.NORSK_RUNTIME_ID ?? 'this product'), opts)
+  return socketClient(handlers ?? {}, String(url), String(token), String(opts.name ?? env.NORSK_RUNTIME_ID ?? 'this product'), opts, env)
 }
 
 /** `using client = connectMigration(…)` closes it (D14), on runtimes that have the protocol. */
@@ -58,9 +59,10 @@ function noopClient() {
 }
 
 /** @param {any} handlers @param {string} url @param {string} token @param {string} name
- *  @param {Record<string, unknown>} opts */
-function socketClient(handlers, url, token, name, opts) {
+ *  @param {Record<string, unknown>} opts @param {Record<string, string | undefined>} env */
+function socketClient(handlers, url, token, name, opts, env) {
   const { options, productSocket, log } = resolveOptions(opts, url, token, name)
+  const recording = recordingOptions(opts, env)
   const { addon, flavor, nativeError } = binding()
   // The WebAssembly build speaks WebSocket itself (over node:net / node:tls), unless the product
   // gave its own socket class.
@@ -69,15 +71,25 @@ function socketClient(handlers, url, token, name, opts) {
   const clientId = diagnostics.nextClient()
   /** @param {unknown} e */
   const reportGlueError = (e) => log(`internal error: ${describe(e) ?? 'unprintable'}`)
+  const record = recording !== undefined
+  // The recording's times are the driver's clock from here; its header anchors them to the wall.
+  const startedAt = performance.now()
+  const started = new Date()
+  /** @type {ReturnType<typeof startRecording> | undefined} */
+  let recorder
 
   /** @type {ReturnType<typeof jsSocketTransport> | ReturnType<typeof streamTransport> | undefined} */
   let transport
   /** @type {import('./addon/binding').Client} */
   const core = productSocket
-    ? addon.Client.jsSocket(options, performance.now(), socketPings(productSocket))
+    ? addon.Client.jsSocket(options, startedAt, socketPings(productSocket), record)
     : ownStream
-      ? /** @type {any} */ (addon.Client).ownSocket(options, performance.now())
-      : nativeClient(addon.Client, options, (actions) => run(actions), reportGlueError)
+      ? /** @type {any} */ (addon.Client).ownSocket(options, startedAt, record)
+      : nativeClient(addon.Client, options, (actions) => run(actions), reportGlueError, record)
+  if (record) {
+    const about = { id: clientId, build: flavor, productSocket: productSocket !== undefined, options, env, version: VERSION, started }
+    recorder = startRecording(/** @type {import('./client/recorder.js').Recording} */ (recording), about, () => core.takeRecording(), log)
+  }
   if (productSocket) transport = jsSocketTransport(productSocket, url, () => core, (actions) => run(actions))
   else if (ownStream) transport = streamTransport(url, () => /** @type {any} */ (core), (actions) => run(actions))
   const callHandler = handlerCalls({ handlers, core, run: (actions) => run(actions), clientId, reportGlueError })
@@ -133,6 +145,9 @@ function socketClient(handlers, url, token, name, opts) {
         case 'Report':
           diagnostics.report(clientId, action)
           break
+        case 'Recorded':
+          recorder?.recorded()
+          break
         default:
           // An action kind added to the binding and not carried out here fails tsc.
           reportGlueError(new TypeError(`unknown action ${JSON.stringify(/** @type {never} */ (action))}`))
@@ -161,7 +176,10 @@ function socketClient(handlers, url, token, name, opts) {
     reportStoppedOutput: (/** @type {unknown} */ payload) => run(core.reportStoppedOutput(payloadJson(payload), performance.now())),
     reportApplied: (/** @type {unknown} */ summary) => run(core.reportApplied(appliedSummary(summary), performance.now())),
     abort: (/** @type {unknown} */ reason) => run(core.abort(String(reason), performance.now())),
-    close: () => run(core.close(performance.now())),
+    close: () => {
+      run(core.close(performance.now()))
+      recorder?.close()
+    },
   }
   observe()
   run(core.start(performance.now()))

@@ -148,23 +148,26 @@ class Client {
   }
 
   /** A client whose socket is a WHATWG socket the glue drives; `start()` begins. With `pings`
-   *  (its class has `ping()`) reports are confirmed by its pongs (D13).
-   *  @param {ClientOptions} options @param {number} nowMs @param {boolean | undefined | null} [pings] */
-  static jsSocket(options, nowMs, pings) {
-    return Client.create(options, nowMs, pings ? 2 : 0)
+   *  (its class has `ping()`) reports are confirmed by its pongs (D13); with `record`, its
+   *  actions include its recording's events.
+   *  @param {ClientOptions} options @param {number} nowMs @param {boolean | undefined | null} [pings]
+   *  @param {boolean | undefined | null} [record] */
+  static jsSocket(options, nowMs, pings, record) {
+    return Client.create(options, nowMs, pings ? 2 : 0, record)
   }
 
   /** A client that speaks WebSocket itself over a byte stream the glue connects (the `stream…`
    *  events); `start()` begins.
-   *  @param {ClientOptions} options @param {number} nowMs */
-  static ownSocket(options, nowMs) {
-    return Client.create(options, nowMs, 1)
+   *  @param {ClientOptions} options @param {number} nowMs @param {boolean | undefined | null} [record] */
+  static ownSocket(options, nowMs, record) {
+    return Client.create(options, nowMs, 1, record)
   }
 
   /** @param {ClientOptions} options @param {number} nowMs
-   *  @param {0 | 1 | 2} socket 0 a WHATWG socket, 1 a byte stream, 2 a WHATWG socket that pings */
-  static create(options, nowMs, socket) {
-    const handle = exports_.ctl_client_new(put(JSON.stringify(options)), seedWord(), seedWord(), nowMs, socket)
+   *  @param {0 | 1 | 2} socket 0 a WHATWG socket, 1 a byte stream, 2 a WHATWG socket that pings
+   *  @param {boolean | undefined | null} record */
+  static create(options, nowMs, socket, record) {
+    const handle = exports_.ctl_client_new(put(JSON.stringify(options)), seedWord(), seedWord(), nowMs, socket, record ? 1 : 0)
     if (handle < 0) throw new TypeError('the WebAssembly build refused the client options')
     return new Client(handle)
   }
@@ -188,6 +191,15 @@ class Client {
 
   get finished() {
     return exports_.ctl_finished(this.handle) === 1
+  }
+
+  /** The recording's lines since this was last called (UTF-8 NDJSON), or null when there are none. */
+  takeRecording() {
+    const len = exports_.ctl_take_recording(this.handle)
+    if (len === 0) return null
+    const memoryBytes = views()
+    const at = words[cells]
+    return memoryBytes.slice(at, at + len)
   }
 
   /** @param {number} mask @param {number} nowMs */

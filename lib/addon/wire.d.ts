@@ -47,3 +47,4 @@ export type JsAction =
   | { kind: 'Connection'; note: ConnectionNote }
   | { kind: 'Frame'; direction: FrameMessage['direction']; frameType: string; migrationId?: string; bytes: number }
   | { kind: 'Report'; reportType: ReportMessage['type']; outcome: ReportMessage['outcome']; migrationId?: string; reason?: string }
+  | { kind: 'Recorded' }

@@ -13,8 +13,9 @@ const { hasLibuv } = require('../addon/platform.js')
  * @param {import('../addon/wire').ClientOptions} options
  * @param {(actions: JsAction[]) => void} run carries out the core's actions
  * @param {(e: unknown) => void} reportGlueError
+ * @param {boolean} record whether the client keeps a recording
  */
-function nativeClient(Client, options, run, reportGlueError) {
+function nativeClient(Client, options, run, reportGlueError, record) {
   const readsHere = hasLibuv()
   // Each frame's handlers are called before the next frame is read, as with any WebSocket.
   const readRest = () => {
@@ -41,7 +42,7 @@ function nativeClient(Client, options, run, reportGlueError) {
       reportGlueError(e)
     }
   }
-  const core = Client.native(options, dispatch, readsHere ? readable : undefined)
+  const core = Client.native(options, dispatch, readsHere ? readable : undefined, record)
   return core
 }
 

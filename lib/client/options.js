@@ -14,6 +14,10 @@ const DEFAULT_NATIVE_JITTER = 0.2
 
 /** @typedef {Record<string, unknown>} Options */
 
+const RECORD_ENV = 'CTL_MIGRATION_RECORD'
+const RECORD_MAX_BYTES_ENV = 'CTL_MIGRATION_RECORD_MAX_BYTES'
+const DEFAULT_RECORD_MAX_BYTES = 4 * 1024 * 1024
+
 /** A numeric option, or its default, from 0 to `max`.
  *  @param {Options} opts @param {string} key @param {number} fallback @param {number} [max] */
 function numberOption(opts, key, fallback, max = Infinity) {
@@ -63,4 +67,27 @@ function resolveOptions(opts, url, token, name) {
   return { options, productSocket, log }
 }
 
-module.exports = { resolveOptions }
+/**
+ * The flight recorder's settings (docs/recording.md), or none when it is off: `opts.record`,
+ * else `CTL_MIGRATION_RECORD` in `env` or the process's environment.
+ * @param {Options} opts @param {Record<string, string | undefined>} env
+ * @returns {import('./recorder.js').Recording | undefined}
+ */
+function recordingOptions(opts, env) {
+  const fromEnv = (/** @type {string} */ name) => env[name] ?? process.env[name]
+  const dir = opts.record ?? fromEnv(RECORD_ENV)
+  if (dir === undefined || dir === '') return undefined
+  if (typeof dir !== 'string') throw new TypeError(`connectMigration: opts.record must be a directory's path, got ${describe(dir)}`)
+  const envMax = fromEnv(RECORD_MAX_BYTES_ENV)
+  const maxFromEnv = envMax === undefined || envMax === '' ? undefined : Number(envMax)
+  if (maxFromEnv !== undefined && !(Number.isSafeInteger(maxFromEnv) && maxFromEnv > 0)) {
+    throw new TypeError(`connectMigration: ${RECORD_MAX_BYTES_ENV} must be a number of bytes, got ${JSON.stringify(envMax)}`)
+  }
+  return {
+    dir,
+    maxBytes: numberOption(opts, 'recordMaxBytes', maxFromEnv ?? DEFAULT_RECORD_MAX_BYTES),
+    redact: /** @type {any} */ (functionOption(opts, 'redact')),
+  }
+}
+
+module.exports = { resolveOptions, recordingOptions }

@@ -1,0 +1,175 @@
+// The flight recorder (docs/recording.md) against a scripted worker on loopback: what a client
+// writes to its recording, on the client's own socket and on a product's (`opts.WebSocket`,
+// `ws`'s). Runs in the default suite and on the WebAssembly build (vitest.wasm.config.mjs).
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { WebSocket } from 'ws'
+import { connectMigration, type ConnectMigrationOptions, type MigrationClient, type MigrationHandlers, type MigrationSocketCtor } from '@norskvideo/ctl-migration'
+import { ScriptedWorker } from './support/worker.js'
+import { until } from './support/until.js'
+
+const wasmRun = process.env.NAPI_RS_FORCE_WASI === 'error'
+
+type Line = { kind: string; [field: string]: any }
+
+let worker: ScriptedWorker
+let dir: string
+let logs: string[]
+const clients: MigrationClient[] = []
+
+beforeEach(async () => {
+  worker = await ScriptedWorker.start()
+  dir = mkdtempSync(join(tmpdir(), 'ctl-recording-'))
+  logs = []
+})
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close()
+  await worker.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** The recording's text, once there is one file in `dir` and `ready` holds of its lines. */
+async function recording(ready: (lines: Line[]) => boolean = () => true): Promise<{ text: string; lines: Line[]; name: string }> {
+  return until(() => {
+    const names = readdirSync(dir).filter((f) => f.endsWith('.ndjson'))
+    if (names.length !== 1) return undefined
+    const text = readFileSync(join(dir, names[0]), 'utf8')
+    if (!text.endsWith('\n')) return undefined
+    const lines = text.trimEnd().split('\n').map((l) => JSON.parse(l) as Line)
+    return ready(lines) && { text, lines, name: names[0] }
+  }, 'the recording')
+}
+
+const has = (kind: string, match: (l: Line) => boolean = () => true) => (lines: Line[]) => lines.some((l) => l.kind === kind && match(l))
+
+const transports = [
+  { name: 'its own socket', opts: {}, transport: 'own-socket' },
+  { name: "opts.WebSocket (ws's)", opts: { WebSocket: WebSocket as unknown as MigrationSocketCtor }, transport: 'product-socket' },
+]
+
+describe.each(transports)('a client recording on $name', ({ opts: socketOpts, transport }) => {
+  function connect(handlers: MigrationHandlers, opts: ConnectMigrationOptions = {}, env = worker.env()): MigrationClient {
+    const client = connectMigration(handlers, env, { log: (line) => logs.push(line), reconnectMinMs: 20, ...socketOpts, ...opts })
+    clients.push(client)
+    return client
+  }
+
+  /** A source that hands over its state; the recording once the state was recorded as sent. */
+  async function handOver(state: unknown, opts: ConnectMigrationOptions = { record: dir }, env = worker.env()) {
+    const client = connect({ onGetState: () => state }, opts, env)
+    await worker.until(() => client.connected, 'connected')
+    worker.push({ type: 'get-state', migrationId: 'm1' })
+    await worker.frame('state')
+    return { client, ...(await recording(has('sent', (l) => l.frame.type === 'state'))) }
+  }
+
+  test('opts.record writes the events in order, the hello without its token', async () => {
+    const { lines, name } = await handOver({ n: 1 })
+    expect(name).toMatch(new RegExp(`^${process.pid}-\\d+-\\d{8}T\\d{9}Z\\.ndjson$`))
+    const kinds = lines.slice(1).map((l) => l.kind)
+    expect(kinds.slice(0, 3)).toEqual(['connect', 'opened', 'sent'])
+    expect(lines[3]).toMatchObject({ kind: 'sent', conn: 1, frame: { type: 'hello', token: '[redacted]' } })
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'recv', conn: 1, frame: { type: 'get-state', migrationId: 'm1' } }))
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'call', handler: 'onGetState', migrationId: 'm1' }))
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'settled', handler: 'onGetState', how: 'returned' }))
+    const ts = lines.slice(1).map((l) => l.t as number)
+    expect(ts).toEqual([...ts].sort((a, b) => a - b))
+  })
+
+  test('CTL_MIGRATION_RECORD in the environment turns it on', async () => {
+    const { lines } = await handOver({ n: 1 }, {}, { ...worker.env(), CTL_MIGRATION_RECORD: dir })
+    expect(lines[0]).toMatchObject({ kind: 'header' })
+  })
+
+  test('the header says what ran, where, and when, without credentials', async () => {
+    const env = {
+      NORSK_WORKER_WS_URL: `ws://user:pa55@127.0.0.1:${worker.port}/instances/job/main?key=q-secret`,
+      NORSK_WORKER_TOKEN: 'secret-token',
+      NORSK_MIGRATION_ID: 'm-7',
+    }
+    const before = Date.now()
+    const { lines } = await handOver({ n: 1 }, { record: dir, name: 'my-product', recordMaxBytes: 1_000_000 }, env)
+    expect(lines[0]).toMatchObject({
+      kind: 'header',
+      format: 1,
+      package: '@norskvideo/ctl-migration',
+      build: wasmRun ? 'wasm' : 'native',
+      transport,
+      runtime: 'node',
+      runtimeVersion: process.versions.node,
+      pid: process.pid,
+      url: `ws://127.0.0.1:${worker.port}/instances/job/main`,
+      env: { NORSK_MIGRATION_ID: 'm-7' },
+      options: { name: 'my-product', reconnectMinMs: 20 },
+      maxBytes: 1_000_000,
+    })
+    expect(Date.parse(lines[0].wallClock)).toBeGreaterThanOrEqual(before - 1)
+  })
+
+  test('neither the token nor the URL credentials are anywhere in the file', async () => {
+    const env = { NORSK_WORKER_WS_URL: `ws://user:pa55@127.0.0.1:${worker.port}/i?key=q-secret`, NORSK_WORKER_TOKEN: 'secret-token' }
+    const client = connect({ onGetState: () => ({ n: 1 }) }, { record: dir }, env)
+    await worker.until(() => client.connected, 'connected')
+    // The worker refuses the connection and the client tries again: errors, closes, logs.
+    worker.socket.close(4001, 'bad token secret-token')
+    await worker.connectionCount(2)
+    client.close()
+    const { text } = await recording(has('product', (l) => l.call === 'close'))
+    for (const secret of ['secret-token', 'pa55', 'q-secret', 'user:']) expect(text).not.toContain(secret)
+    expect(text).toContain('"kind":"closed"')
+  })
+
+  test('opts.redact rewrites payloads, and a value it redacted stays redacted when echoed', async () => {
+    const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, secret: '***' } : payload)
+    const { client } = await handOver({ secret: 'hunter2', n: 1 }, { record: dir, redact })
+    // The worker echoes the secret back in a later frame's payload.
+    worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: { echo: 'hunter2', n: 2 } })
+    await recording(has('recv', (l) => l.frame?.type === 'cutover-ready'))
+    client.reportStoppedOutput({ last: 'hunter2' })
+    const { lines, text } = await recording(has('sent', (l) => l.frame.type === 'source-stopped-output'))
+    expect(text).not.toContain('hunter2')
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'sent', frame: { type: 'state', payload: { secret: '***', n: 1 } }, redacted: ['payload.secret'] }))
+    expect(lines).toContainEqual(
+      expect.objectContaining({ kind: 'recv', frame: { type: 'cutover-ready', migrationId: 'm1', payload: { echo: '[redacted]', n: 2 } }, redacted: ['payload.echo'] }),
+    )
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'product', call: 'reportStoppedOutput', payload: { last: '[redacted]' }, redacted: ['payload.last'] }))
+  })
+
+  test('a directory that cannot be written is one log line, and the client still hands over', async () => {
+    const file = join(dir, 'a-file')
+    writeFileSync(file, '')
+    const client: MigrationClient = connect(
+      { onGetState: () => ({ n: 1 }), onCutoverReady: () => client.reportStoppedOutput({ last: 1 }) },
+      { record: join(file, 'under-a-file') },
+    )
+    await worker.until(() => client.connected, 'connected')
+    worker.push({ type: 'get-state', migrationId: 'm1' })
+    await worker.frame('state')
+    await until(() => logs.some((l) => l.startsWith('recording to ')), 'the log line')
+    worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: {} })
+    await worker.frame('source-stopped-output')
+    expect(logs.filter((l) => l.includes('recording')), logs.join('\n')).toEqual([expect.stringMatching(/^recording to .*under-a-file stopped: .*ENOTDIR/)])
+  })
+
+  test('past its bound the file drops the oldest migration first', async () => {
+    const maxBytes = 8_000
+    const client = connect({ onGetState: (id) => ({ id, filler: 'x'.repeat(1500) }) }, { record: dir, recordMaxBytes: maxBytes })
+    await worker.until(() => client.connected, 'connected')
+    for (let n = 1; n <= 8; n++) {
+      worker.push({ type: 'get-state', migrationId: `m${n}` })
+      await worker.frame('state', n)
+    }
+    const { lines, text } = await recording(has('settled', (l) => l.migrationId === 'm8'))
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(maxBytes)
+    expect(lines[0].kind).toBe('header')
+    expect(lines[1]).toMatchObject({ kind: 'dropped-migrations', count: expect.any(Number) })
+    expect(lines[1].count).toBeGreaterThan(0)
+    const migrations = lines.filter((l) => l.kind === 'recv' && l.frame?.type === 'get-state').map((l) => l.frame.migrationId)
+    expect(migrations).toEqual([`m${9 - migrations.length}`, ...migrations.slice(1)])
+    expect(migrations.at(-1)).toBe('m8')
+    expect(migrations.length + lines[1].count).toBe(8)
+  })
+})

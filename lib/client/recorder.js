@@ -1,0 +1,309 @@
+'use strict'
+// The flight recorder's file (docs/recording.md). The driver writes the recording's lines
+// (crates/driver/src/record.rs) and says when it has some; this takes them once the current
+// event is done with, or a little later (FLUSH_MS) if it wrote less than that ago, has `opts.redact` rewrite their payloads
+// (./redaction.js) and appends them to the file, one write at a time: recording never delays a
+// frame. The file is bounded: past `maxBytes` the oldest migration's lines go first, then the
+// oldest lines, and the file is rewritten from what is kept in memory (at most `maxBytes`). A
+// directory that cannot be written, or a full disk, is one log line, and the client carries on
+// without its recording.
+
+const { PACKAGE, builtin } = require('../addon/platform.js')
+const { describe } = require('./values.js')
+const { redaction } = require('./redaction.js')
+
+const FORMAT = 1
+/** How long lines wait to be written with those that follow them, at most, when the last write
+ *  was less than this ago; otherwise they are written as soon as the current event is done
+ *  with. An asynchronous write costs 0.1–0.2 ms of CPU (the thread pool's wake-ups), so a
+ *  client busy with frames writes at most five times a second. */
+const FLUSH_MS = 200
+/** How far below its bound a file that reached it is trimmed: rewriting it then copies about
+ *  a byte for each byte recorded since. */
+const TRIM_TO = 0.5
+/** The frame each product call with a payload makes, by which `opts.redact` knows it. */
+const CALL_FRAME = { reportState: 'state', reportReady: 'target-ready', reportStoppedOutput: 'source-stopped-output', reportApplied: 'target-applied' }
+
+/** Recordings still being written, finished synchronously if the process exits first. */
+const unfinished = new Set()
+let exitHooked = false
+
+/** `YYYYMMDDTHHMMSSmmmZ`. @param {Date} date */
+const stamp = (date) => date.toISOString().replace(/[-:.]/g, '')
+
+/** The worker's URL without userinfo, query or fragment. @param {string} url */
+function publicUrl(url) {
+  try {
+    const u = new URL(url)
+    u.username = ''
+    u.password = ''
+    u.search = ''
+    u.hash = ''
+    return u.toString()
+  } catch {
+    return '[not a URL]'
+  }
+}
+
+function runtime() {
+  if (process.versions.bun) return { runtime: 'bun', runtimeVersion: process.versions.bun }
+  if (process.versions.deno) return { runtime: 'deno', runtimeVersion: process.versions.deno }
+  return { runtime: 'node', runtimeVersion: process.versions.node }
+}
+
+// What a line that starts a migration holds: a frame from the worker that is a get-state, or a
+// hello-ack naming one (as the driver writes a line, and a worker its frames).
+const NEWLINE = 0x0a
+const RECV = ',"kind":"recv",'
+const GET_STATE = '"type":"get-state"'
+const HELLO_ACK = '"type":"hello-ack"'
+const MIGRATION = '"migration":{'
+const START_LINE_MAX = 1024
+
+/**
+ * @typedef {object} Recording
+ * @property {string} dir
+ * @property {number} maxBytes
+ * @property {((frameType: string, payload: unknown) => unknown) | undefined} redact
+ */
+
+/**
+ * A client's recording, of the lines `take` hands over.
+ * @param {Recording} recording
+ * @param {object} client
+ * @param {number} client.id the client's number in the process
+ * @param {'native' | 'wasm'} client.build
+ * @param {boolean} client.productSocket
+ * @param {import('../addon/wire').ClientOptions} client.options
+ * @param {Record<string, string | undefined>} client.env
+ * @param {string} client.version the package's
+ * @param {Date} client.started when the driver's clock began, for the header's anchor
+ * @param {() => Uint8Array | null} take the driver's lines since they were last taken
+ * @param {(line: string) => void} log
+ * @returns {{ recorded(): void, close(): void }}
+ */
+function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, options, env, version, started }, take, log) {
+  const fs = builtin('fs')
+  const path = builtin('path')
+  const file = path.join(dir, `${process.pid}-${id}-${stamp(started)}.ndjson`)
+  const header = JSON.stringify({
+    kind: 'header',
+    format: FORMAT,
+    package: PACKAGE,
+    version,
+    build,
+    transport: productSocket ? 'product-socket' : 'own-socket',
+    ...runtime(),
+    pid: process.pid,
+    client: id,
+    url: publicUrl(options.url),
+    env: env.NORSK_MIGRATION_ID ? { NORSK_MIGRATION_ID: env.NORSK_MIGRATION_ID } : {},
+    wallClock: started.toISOString(),
+    options: {
+      name: options.name,
+      heartbeatMs: options.heartbeatMs,
+      reconnectMinMs: options.reconnectMinMs,
+      reconnectMaxMs: options.reconnectMaxMs,
+      reconnectJitter: options.reconnectJitter,
+      connectTimeoutMs: options.connectTimeoutMs,
+    },
+    maxBytes,
+  })
+  const redacted = redact === undefined ? undefined : redaction(redact, log)
+
+  /** @type {Buffer[]} the file's lines after the header and the marker, as written */
+  let kept = []
+  let size = Buffer.byteLength(header) + 1
+  let dropped = { t: 0, count: 0, lines: 0 }
+  /** @type {ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | undefined} */
+  let flushTimer
+  let lastFlush = -Infinity
+  let failed = false
+  let closed = false
+  /** @type {import('node:fs/promises').FileHandle | undefined} */
+  let handle
+  // One write at a time; what comes meanwhile waits in `toAppend`, or the whole file is
+  // rewritten from `kept` once it reached its bound.
+  let writing = true
+  /** @type {Buffer[]} */
+  let toAppend = []
+  let rewrite = false
+  fs.promises
+    .open(file, 'w')
+    .then(async (/** @type {import('node:fs/promises').FileHandle} */ h) => {
+      handle = h
+      await h.write(`${header}\n`)
+      writing = false
+      pump()
+    })
+    .catch(fail)
+  unfinished.add(finishNow)
+  if (!exitHooked) {
+    exitHooked = true
+    process.once('exit', () => unfinished.forEach((finish) => finish()))
+  }
+
+  /** @param {unknown} e */
+  function fail(e) {
+    if (failed) return
+    failed = true
+    kept = []
+    toAppend = []
+    clearFlush()
+    unfinished.delete(finishNow)
+    void handle?.close().catch(() => {})
+    log(`recording to ${dir} stopped: ${describe(/** @type {any} */ (e)?.message ?? e)}`)
+  }
+
+  function clearFlush() {
+    clearTimeout(/** @type {any} */ (flushTimer))
+    clearImmediate(/** @type {any} */ (flushTimer))
+    flushTimer = undefined
+  }
+
+  /** Starts the next write, if there is one and none is under way. */
+  function pump() {
+    if (writing || failed || handle === undefined) return
+    if (!rewrite && toAppend.length === 0) {
+      if (closed && flushTimer === undefined) {
+        unfinished.delete(finishNow)
+        void handle.close().catch(() => {})
+        handle = undefined
+      }
+      return
+    }
+    writing = true
+    const done = rewrite ? rewriteFile(contents()) : handle.write(Buffer.concat(toAppend))
+    rewrite = false
+    toAppend = []
+    done.then(() => {
+      writing = false
+      pump()
+    }, fail)
+  }
+
+  /** Replaces the file with `whole` (a whole file in its place at every moment), to append to.
+   *  @param {Buffer} whole */
+  async function rewriteFile(whole) {
+    const temporary = `${file}.tmp`
+    await fs.promises.writeFile(temporary, whole)
+    await fs.promises.rename(temporary, file)
+    await handle?.close()
+    handle = await fs.promises.open(file, 'a')
+  }
+
+  /** The whole file as kept: the header, what was dropped, the lines. */
+  function contents() {
+    const marker = JSON.stringify({ t: dropped.t, kind: 'dropped-migrations', count: dropped.count, lines: dropped.lines })
+    return Buffer.concat([Buffer.from(`${header}\n${marker}\n`), ...kept])
+  }
+
+  /** Drops the oldest migrations (each from its start, or the file's, to the next one's), then
+   *  the oldest lines, until the file is well within its bound. On the bytes, as written. */
+  function trim() {
+    const all = Buffer.concat(kept)
+    const goal = maxBytes * TRIM_TO
+    const lineEnd = (/** @type {number} */ at) => {
+      const end = all.indexOf(NEWLINE, at)
+      return end < 0 ? all.length : end + 1
+    }
+    /** The start of the first line from `from` on that starts a migration, or -1. */
+    const startFrom = (/** @type {number} */ from) => {
+      for (let at = all.indexOf(RECV, from); at >= 0; at = all.indexOf(RECV, at + 1)) {
+        const end = lineEnd(at)
+        // Those frames are small: a long line is never one, and is not searched.
+        const line = all.subarray(at, end)
+        if (line.length <= START_LINE_MAX && (line.includes(GET_STATE) || (line.includes(HELLO_ACK) && line.includes(MIGRATION)))) {
+          return all.lastIndexOf(NEWLINE, at) + 1
+        }
+        at = end - 1
+      }
+      return -1
+    }
+    let cut = 0
+    // The start of the migration after the one `cut` is in (or before), if there is one.
+    let next = startFrom(0)
+    while (size > goal && cut < all.length) {
+      if (next >= cut) next = startFrom(lineEnd(next))
+      const end = next > cut ? next : lineEnd(cut)
+      if (next > cut) dropped.count++
+      else dropped.lines++
+      const last = all.lastIndexOf(NEWLINE, end - 2) + 1
+      dropped.t = Number(all.toString('latin1', last + '{"t":'.length, all.indexOf(',', last)))
+      size -= end - cut
+      cut = end
+    }
+    kept = [all.subarray(cut)]
+  }
+
+  /** The driver's lines with their payloads redacted. @param {Uint8Array} bytes */
+  function redactLines(bytes) {
+    const redactLine = /** @param {string} line */ (line) => {
+      if (!/^\{"t":[^,]*,"kind":"(recv|sent|product)"/.test(line)) return line
+      const { frame, ...event } = JSON.parse(line)
+      if (frame !== undefined) {
+        const [written, paths] = /** @type {NonNullable<typeof redacted>} */ (redacted)(frame, frame.type)
+        return JSON.stringify(paths.length === 0 ? { ...event, frame: written } : { ...event, frame: written, redacted: paths })
+      }
+      // A product call's payload or reason.
+      const { t, kind, call, ...carried } = event
+      const [written, paths] = /** @type {NonNullable<typeof redacted>} */ (redacted)(carried, /** @type {Record<string, string>} */ (CALL_FRAME)[call])
+      return JSON.stringify(paths.length === 0 ? { t, kind, call, ...written } : { t, kind, call, ...written, redacted: paths })
+    }
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8')
+    return Buffer.from(text.split('\n').map((line) => (line === '' ? line : redactLine(line))).join('\n'))
+  }
+
+  /** Takes the driver's lines and writes them. */
+  function flush() {
+    flushTimer = undefined
+    lastFlush = performance.now()
+    if (failed) return
+    const bytes = take()
+    if (bytes !== null) {
+      const lines = redacted === undefined ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) : redactLines(bytes)
+      kept.push(lines)
+      size += lines.length
+      toAppend.push(lines)
+      if (size > maxBytes) {
+        trim()
+        rewrite = true
+        toAppend = []
+      }
+    }
+    pump()
+  }
+
+  /** At exit: what is still to be written, written synchronously (the process will not wait). */
+  function finishNow() {
+    if (failed) return
+    const bytes = take()
+    const rest = Buffer.concat([...toAppend, ...(bytes === null ? [] : [redacted === undefined ? bytes : redactLines(bytes)])])
+    toAppend = []
+    if (rest.length === 0) return
+    try {
+      fs.appendFileSync(file, rest)
+    } catch {
+      // the process is exiting: nobody to tell
+    }
+  }
+
+  return {
+    /** The driver has lines, for the first time since they were last taken. */
+    recorded() {
+      if (failed || flushTimer !== undefined) return
+      const wait = lastFlush + FLUSH_MS - performance.now()
+      flushTimer = wait <= 0 ? setImmediate(flush) : setTimeout(flush, wait)
+      // The process need not wait for it: at exit, what is left is written there and then.
+      flushTimer.unref?.()
+    },
+    /** The client closed: what it recorded until now is written, and the file closed. */
+    close() {
+      closed = true
+      clearFlush()
+      flush()
+    },
+  }
+}
+
+module.exports = { startRecording }

@@ -1,0 +1,101 @@
+'use strict'
+// What a recording writes of a payload (docs/recording.md): what the product's `opts.redact`
+// makes of it, with every path it changed listed, and every value it once replaced replaced again
+// wherever it comes back (the worker's initial-state echoes the source's state). The values are
+// remembered in memory only.
+
+const { describe } = require('./values.js')
+
+const REDACTED = '[redacted]'
+
+/** A path's next step: `.key`, `["odd key"]` or `[2]`; from the top, `key`.
+ *  @param {string} path @param {string | number} key */
+function step(path, key) {
+  if (typeof key === 'number') return `${path}[${key}]`
+  if (!/^[A-Za-z_$][\w$]*$/.test(key)) return `${path}[${JSON.stringify(key)}]`
+  return path === '' ? key : `${path}.${key}`
+}
+
+/** @param {unknown} v @returns {v is Record<string, unknown>} */
+const isObject = (v) => typeof v === 'object' && v !== null
+
+/**
+ * @param {((frameType: string, payload: unknown) => unknown) | undefined} redact the product's
+ * @param {(line: string) => void} log
+ */
+function redaction(redact, log) {
+  /** JSON texts of the values redacted so far; true, false and null are never secret. */
+  const remembered = new Set()
+  let threwNoted = false
+
+  /** Lists where `after` differs from `before` under `path`, remembering what was replaced.
+   *  @param {unknown} before @param {unknown} after @param {string} path @param {string[]} paths */
+  function diff(before, after, path, paths) {
+    if (isObject(before) && isObject(after) && Array.isArray(before) === Array.isArray(after)) {
+      const keys = new Set([...Object.keys(before), ...Object.keys(after)])
+      for (const key of keys) {
+        const k = Array.isArray(before) ? Number(key) : key
+        diff(before[key], after[key], step(path, k), paths)
+      }
+      return
+    }
+    const was = JSON.stringify(before)
+    if (was === JSON.stringify(after)) return
+    paths.push(path)
+    if (was !== undefined && before !== null && typeof before !== 'boolean') remembered.add(was)
+  }
+
+  /** `value` with every value redacted before replaced, the paths listed.
+   *  @param {unknown} value @param {string} path @param {string[]} paths @returns {unknown} */
+  function echo(value, path, paths) {
+    if (value === null || typeof value === 'boolean' || value === undefined) return value
+    if (remembered.has(JSON.stringify(value))) {
+      paths.push(path)
+      return REDACTED
+    }
+    if (!isObject(value)) return value
+    if (Array.isArray(value)) return value.map((v, i) => echo(v, step(path, i), paths))
+    /** @type {Record<string, unknown>} */
+    const out = {}
+    for (const [key, v] of Object.entries(value)) out[key] = echo(v, step(path, key), paths)
+    return out
+  }
+
+  /** The product's redaction of `payload`, a copy it may change as it likes.
+   *  @param {string} frameType @param {unknown} payload */
+  function redacted(frameType, payload) {
+    if (redact === undefined) return payload
+    try {
+      return redact(frameType, structuredClone(payload))
+    } catch (e) {
+      if (!threwNoted) log(`recording: opts.redact threw (${describe(e)}); such payloads are written as "${REDACTED}"`)
+      threwNoted = true
+      return REDACTED
+    }
+  }
+
+  /**
+   * What a recording writes of an object that may carry a `payload` of frame type `frameType`,
+   * and the paths redacted in it (none when nothing could be).
+   * @param {Record<string, unknown>} object a frame, or what a product call carries
+   * @param {string | undefined} frameType
+   * @returns {[Record<string, unknown>, string[]]}
+   */
+  return (object, frameType) => {
+    /** @type {string[]} */
+    const paths = []
+    let out = object
+    if (frameType !== undefined && 'payload' in object) {
+      const payload = redacted(frameType, object.payload)
+      diff(object.payload, payload, 'payload', paths)
+      out = { ...object, payload: payload === undefined ? REDACTED : payload }
+    }
+    if (remembered.size === 0) return [out, paths]
+    /** @type {Record<string, unknown>} */
+    const echoed = {}
+    for (const [key, v] of Object.entries(out)) echoed[key] = key === 'type' ? v : echo(v, step('', key), paths)
+    return [echoed, paths]
+  }
+}
+
+module.exports = { redaction, REDACTED }
