@@ -10,13 +10,16 @@
 // starting node), and the round trips of bench/run.mjs (timed at the worker, in its own process;
 // one client process per implementation) with the client process's CPU per round trip (all
 // threads, from /proc). `<label>=wasm:<module or checkout>` runs that one on its WebAssembly
-// fallback (NAPI_RS_FORCE_WASI=error in its processes, as bench/run.mjs's wasm column).
+// fallback (NAPI_RS_FORCE_WASI=error in its processes, as bench/run.mjs's wasm column);
+// `<label>=record:<…>` runs it with its flight recorder on (CTL_MIGRATION_RECORD, a temporary
+// directory), e.g. `off=wasm:. on=record:wasm:.` for the recorder's cost (docs/recording.md).
 //   node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12 (0: none)] [--only get-state,cutover-36k] <label>=<module> ...
 // e.g. node bench/side-by-side.mjs reference=/tmp/ref/migration-client.js plain=bench/js-client.mjs \
 //        main=../main/lib/client.js this=.
 // (a directory is a checkout of this package: its "exports", `require` and `import` each.)
 import { fork, spawnSync } from 'node:child_process'
-import { existsSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -38,10 +41,19 @@ for (const a of parsed.positionals) {
     console.error(`side-by-side: unknown argument ${a}`)
     process.exit(2)
   }
-  const [label, spec] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
-  const wasm = spec.startsWith('wasm:')
-  const forced = wasm ? { NAPI_RS_FORCE_WASI: 'error' } : {}
-  impls.push({ label, env: forced, ...entries(resolve(process.cwd(), wasm ? spec.slice('wasm:'.length) : spec)) })
+  let [label, spec] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]
+  const implEnv = {}
+  for (let prefix; (prefix = /^(wasm|record):/.exec(spec)?.[1]); spec = spec.slice(prefix.length + 1)) {
+    if (prefix === 'wasm') implEnv.NAPI_RS_FORCE_WASI = 'error'
+    else implEnv.CTL_MIGRATION_RECORD = recordings()
+  }
+  impls.push({ label, env: implEnv, ...entries(resolve(process.cwd(), spec)) })
+}
+/** A directory for the recordings of `record:` implementations, removed at exit. */
+function recordings() {
+  const dir = mkdtempSync(join(tmpdir(), 'ctl-bench-recordings-'))
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  return dir
 }
 if (impls.length < 2) {
   console.error('usage: node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12] <label>=<module or checkout> ...')
