@@ -16,8 +16,8 @@ const FORMAT = 1
 /** How long lines wait to be written with those that follow them, at most, when the last write
  *  was less than this ago; otherwise they are written as soon as the current event is done
  *  with. An asynchronous write costs 0.1–0.2 ms of CPU (the thread pool's wake-ups), so a
- *  client busy with frames writes at most five times a second. */
-const FLUSH_MS = 200
+ *  client busy with frames writes at most 20 times a second. */
+const FLUSH_MS = 50
 /** How far below its bound a file that reached it is trimmed: rewriting it then copies about
  *  a byte for each byte recorded since. */
 const TRIM_TO = 0.5
@@ -120,27 +120,26 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   let lastFlush = -Infinity
   let failed = false
   let closed = false
-  /** @type {import('node:fs/promises').FileHandle | undefined} */
-  let handle
+  /** @type {number | undefined} the file's descriptor */
+  let fd
   // One write at a time; what comes meanwhile waits in `toAppend`, or the whole file is
   // rewritten from `kept` once it reached its bound.
-  let writing = true
+  let writing = false
   /** @type {Buffer[]} */
   let toAppend = []
   let rewrite = false
-  fs.promises
-    .open(file, 'w')
-    .then(async (/** @type {import('node:fs/promises').FileHandle} */ h) => {
-      handle = h
-      await h.write(`${header}\n`)
-      writing = false
-      pump()
-    })
-    .catch(fail)
-  unfinished.add(finishNow)
-  if (!exitHooked) {
-    exitHooked = true
-    process.once('exit', () => unfinished.forEach((finish) => finish()))
+  try {
+    // The header is written as the client starts, before its first frame: a process killed
+    // moments later still leaves a recording.
+    fd = fs.openSync(file, 'w')
+    fs.writeSync(fd, `${header}\n`)
+    unfinished.add(finishNow)
+    if (!exitHooked) {
+      exitHooked = true
+      process.once('exit', () => unfinished.forEach((finish) => finish()))
+    }
+  } catch (e) {
+    fail(e)
   }
 
   /** @param {unknown} e */
@@ -151,7 +150,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     toAppend = []
     clearFlush()
     unfinished.delete(finishNow)
-    void handle?.close().catch(() => {})
+    closeFile()
     log(`recording to ${dir} stopped: ${describe(/** @type {any} */ (e)?.message ?? e)}`)
   }
 
@@ -161,19 +160,23 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     flushTimer = undefined
   }
 
+  function closeFile() {
+    if (fd !== undefined) fs.close(fd, () => {})
+    fd = undefined
+  }
+
   /** Starts the next write, if there is one and none is under way. */
   function pump() {
-    if (writing || failed || handle === undefined) return
+    if (writing || failed || fd === undefined) return
     if (!rewrite && toAppend.length === 0) {
       if (closed && flushTimer === undefined) {
         unfinished.delete(finishNow)
-        void handle.close().catch(() => {})
-        handle = undefined
+        closeFile()
       }
       return
     }
     writing = true
-    const done = rewrite ? rewriteFile(contents()) : handle.write(Buffer.concat(toAppend))
+    const done = rewrite ? rewriteFile(contents()) : append(fd, Buffer.concat(toAppend))
     rewrite = false
     toAppend = []
     done.then(() => {
@@ -182,14 +185,28 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     }, fail)
   }
 
+  /** Writes all of `bytes` at the end of the file `to`. @param {number} to @param {Buffer} bytes */
+  function append(to, bytes) {
+    return new Promise((resolve, reject) => {
+      const from = (/** @type {number} */ at) =>
+        fs.write(to, bytes, at, bytes.length - at, null, (/** @type {unknown} */ e, /** @type {number} */ n) => {
+          if (e) reject(e)
+          else if (at + n < bytes.length) from(at + n)
+          else resolve(undefined)
+        })
+      from(0)
+    })
+  }
+
   /** Replaces the file with `whole` (a whole file in its place at every moment), to append to.
    *  @param {Buffer} whole */
   async function rewriteFile(whole) {
     const temporary = `${file}.tmp`
     await fs.promises.writeFile(temporary, whole)
     await fs.promises.rename(temporary, file)
-    await handle?.close()
-    handle = await fs.promises.open(file, 'a')
+    const reopened = await new Promise((resolve, reject) => fs.open(file, 'a', (/** @type {unknown} */ e, /** @type {number} */ to) => (e ? reject(e) : resolve(to))))
+    closeFile()
+    fd = /** @type {number} */ (reopened)
   }
 
   /** The whole file as kept: the header, what was dropped, the lines. */
