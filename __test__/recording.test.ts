@@ -138,6 +138,19 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
     expect(lines).toContainEqual(expect.objectContaining({ kind: 'product', call: 'reportStoppedOutput', payload: { last: '[redacted]' }, redacted: ['payload.last'] }))
   })
 
+  test("a target's initial-state is redacted as the source's state it forwards", async () => {
+    worker.ackMigration = 'm1'
+    const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, secret: '***' } : payload)
+    const client = connect({ onInitialState: () => {} }, { record: dir, redact })
+    await worker.until(() => client.connected, 'connected')
+    worker.push({ type: 'initial-state', migrationId: 'm1', payload: { secret: 'hunter2', n: 1 } })
+    const { lines, text } = await recording(has('settled', (l) => l.handler === 'onInitialState'))
+    expect(text).not.toContain('hunter2')
+    expect(lines).toContainEqual(
+      expect.objectContaining({ kind: 'recv', frame: { type: 'initial-state', migrationId: 'm1', payload: { secret: '***', n: 1 } }, redacted: ['payload.secret'] }),
+    )
+  })
+
   test('a directory that cannot be written is one log line, and the client still hands over', async () => {
     const file = join(dir, 'a-file')
     writeFileSync(file, '')

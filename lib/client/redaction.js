@@ -8,6 +8,15 @@ const { describe } = require('./values.js')
 
 const REDACTED = '[redacted]'
 
+/** What the worker forwards from the other instance: the payload of a worker frame here is the
+ *  payload of that job frame there, so it is redacted as that frame is too (a product names the
+ *  frames it sends, and its target's recording still holds no secret of its source's state). */
+const FORWARDS = /** @type {Record<string, string | undefined>} */ ({
+  'initial-state': 'state',
+  'cutover-ready': 'target-ready',
+  'cutover-apply': 'source-stopped-output',
+})
+
 /** A path's next step: `.key`, `["odd key"]` or `[2]`; from the top, `key`.
  *  @param {string} path @param {string | number} key */
 function step(path, key) {
@@ -61,12 +70,15 @@ function redaction(redact, log) {
     return out
   }
 
-  /** The product's redaction of `payload`, a copy it may change as it likes.
+  /** The product's redaction of `payload` (and of the frame it forwards, if it is forwarded),
+   *  each call with a copy it may change as it likes.
    *  @param {string} frameType @param {unknown} payload */
   function redacted(frameType, payload) {
     if (redact === undefined) return payload
     try {
-      return redact(frameType, structuredClone(payload))
+      const own = redact(frameType, structuredClone(payload))
+      const forwarded = FORWARDS[frameType]
+      return forwarded === undefined ? own : redact(forwarded, structuredClone(own))
     } catch (e) {
       if (!threwNoted) log(`recording: opts.redact threw (${describe(e)}); such payloads are written as "${REDACTED}"`)
       threwNoted = true
