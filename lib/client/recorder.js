@@ -148,7 +148,6 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     failed = true
     kept = []
     toAppend = []
-    clearFlush()
     unfinished.delete(finishNow)
     closeFile()
     log(`recording to ${dir} stopped: ${describe(/** @type {any} */ (e)?.message ?? e)}`)
@@ -275,8 +274,9 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   function flush() {
     flushTimer = undefined
     lastFlush = performance.now()
-    if (failed) return
+    // Taken even when nothing is written any more: the driver must not hold them.
     const bytes = take()
+    if (failed) return
     if (bytes !== null) {
       const lines = redacted === undefined ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) : redactLines(bytes)
       kept.push(lines)
@@ -308,7 +308,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   return {
     /** The driver has lines, for the first time since they were last taken. */
     recorded() {
-      if (failed || flushTimer !== undefined) return
+      if (flushTimer !== undefined) return
       const wait = lastFlush + FLUSH_MS - performance.now()
       flushTimer = wait <= 0 ? setImmediate(flush) : setTimeout(flush, wait)
       // The process need not wait for it: at exit, what is left is written there and then.
