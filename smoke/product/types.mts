@@ -108,6 +108,9 @@ const opts: ConnectMigrationOptions = {
   connectTimeoutMs: 2_000,
   log: (line: string) => console.log(line),
   name: 'types-product',
+  record: '/var/log/types-product',
+  recordMaxBytes: 1 << 20,
+  redact: (frameType: string, payload: unknown) => (frameType === 'state' ? { redacted: true } : payload),
 }
 client = connectMigration(handlers, {}, opts)
 const role: 'source' | 'target' | 'none' = client.role
