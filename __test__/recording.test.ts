@@ -84,6 +84,13 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
     expect(lines[0]).toMatchObject({ kind: 'header' })
   })
 
+  test('a directory that does not exist yet is made', async () => {
+    const made = join(dir, 'made')
+    const client = connect({}, { record: made })
+    await worker.until(() => client.connected, 'connected')
+    await until(() => readdirSync(made).some((f) => f.endsWith('.ndjson')), 'the recording')
+  })
+
   test('the header says what ran, where, and when, without credentials', async () => {
     const env = {
       NORSK_WORKER_WS_URL: `ws://user:pa55@127.0.0.1:${worker.port}/instances/job/main?key=q-secret`,

@@ -129,6 +129,13 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   let toAppend = []
   let rewrite = false
   try {
+    // DIR itself is made if its parent exists (not a level more: a path that cannot be made
+    // is one log line, from the open below).
+    try {
+      fs.mkdirSync(dir)
+    } catch {
+      // there already, or the open says why not
+    }
     // The header is written as the client starts, before its first frame: a process killed
     // moments later still leaves a recording.
     fd = fs.openSync(file, 'w')
