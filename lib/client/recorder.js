@@ -114,7 +114,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   /** @type {Buffer[]} the file's lines after the header and the marker, as written */
   let kept = []
   let size = Buffer.byteLength(header) + 1
-  let dropped = { t: 0, count: 0, lines: 0 }
+  let dropped = { t: 0, count: 0 }
   /** @type {ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | undefined} */
   let flushTimer
   let lastFlush = -Infinity
@@ -217,45 +217,40 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
 
   /** The whole file as kept: the header, what was dropped, the lines. */
   function contents() {
-    const marker = JSON.stringify({ t: dropped.t, kind: 'dropped-migrations', count: dropped.count, lines: dropped.lines })
+    const marker = JSON.stringify({ t: dropped.t, kind: 'dropped-migrations', count: dropped.count })
     return Buffer.concat([Buffer.from(`${header}\n${marker}\n`), ...kept])
   }
 
-  /** Drops the oldest migrations (each from its start, or the file's, to the next one's), then
-   *  the oldest lines, until the file is well within its bound. On the bytes, as written. */
+  /** Drops the oldest migrations (each from its start, or the file's, to the next one's) until
+   *  the file is well within its bound, or else the oldest lines. On the bytes, as written: one
+   *  pass over what is dropped. */
   function trim() {
     const all = Buffer.concat(kept)
-    const goal = maxBytes * TRIM_TO
+    const excess = size - maxBytes * TRIM_TO
     const lineEnd = (/** @type {number} */ at) => {
       const end = all.indexOf(NEWLINE, at)
       return end < 0 ? all.length : end + 1
     }
-    /** The start of the first line from `from` on that starts a migration, or -1. */
-    const startFrom = (/** @type {number} */ from) => {
-      for (let at = all.indexOf(RECV, from); at >= 0; at = all.indexOf(RECV, at + 1)) {
-        const end = lineEnd(at)
-        // Those frames are small: a long line is never one, and is not searched.
-        const line = all.subarray(at, end)
-        if (line.length <= START_LINE_MAX && (line.includes(GET_STATE) || (line.includes(HELLO_ACK) && line.includes(MIGRATION)))) {
-          return all.lastIndexOf(NEWLINE, at) + 1
-        }
-        at = end - 1
+    // Where the file is cut: the first migration's start past what must go, else the end of
+    // the line that must go last; and how many migrations' starts go with what is cut.
+    let cut = -1
+    let migrations = 0
+    for (let at = all.indexOf(RECV); at >= 0 && cut < 0; at = all.indexOf(RECV, at + 1)) {
+      const end = lineEnd(at)
+      // Those frames are small: a long line is never one, and is not searched.
+      const line = all.subarray(at, end)
+      if (line.length <= START_LINE_MAX && (line.includes(GET_STATE) || (line.includes(HELLO_ACK) && line.includes(MIGRATION)))) {
+        const start = all.lastIndexOf(NEWLINE, at) + 1
+        if (start >= excess && start > 0) cut = start
+        else migrations++
       }
-      return -1
+      at = end - 1
     }
-    let cut = 0
-    // The start of the migration after the one `cut` is in (or before), if there is one.
-    let next = startFrom(0)
-    while (size > goal && cut < all.length) {
-      if (next >= cut) next = startFrom(lineEnd(next))
-      const end = next > cut ? next : lineEnd(cut)
-      if (next > cut) dropped.count++
-      else dropped.lines++
-      const last = all.lastIndexOf(NEWLINE, end - 2) + 1
-      dropped.t = Number(all.toString('latin1', last + '{"t":'.length, all.indexOf(',', last)))
-      size -= end - cut
-      cut = end
-    }
+    if (cut < 0) cut = lineEnd(Math.max(0, Math.ceil(excess) - 1))
+    const last = all.lastIndexOf(NEWLINE, cut - 2) + 1
+    dropped.t = Number(all.toString('latin1', last + '{"t":'.length, all.indexOf(',', last)))
+    dropped.count += migrations
+    size -= cut
     kept = [all.subarray(cut)]
   }
 
