@@ -4,7 +4,7 @@ use ctl_migration_core::close_code::{self, BrokenInput};
 use ctl_migration_core::frames::MAX_FRAME_BYTES;
 use ctl_migration_core::protocol::Protocol;
 use std::io;
-use tungstenite::error::Error as WsError;
+use tungstenite::error::{Error as WsError, ProtocolError};
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tungstenite::Message;
@@ -40,6 +40,8 @@ pub fn would_block(error: &WsError) -> bool {
 pub fn broken_input(error: &WsError) -> Option<BrokenInput> {
     match error {
         WsError::Capacity(_) => Some(BrokenInput::OverCap),
+        // The stream ended without a close: the connection is gone, as a WebSocket's 1006.
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => None,
         WsError::Protocol(_) => Some(BrokenInput::Framing),
         WsError::Utf8(_) => Some(BrokenInput::NotUtf8),
         _ => None,
@@ -89,7 +91,7 @@ pub fn feed(core: &mut Protocol, read: Result<Message, WsError>, now: f64) -> Fe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tungstenite::error::{CapacityError, ProtocolError};
+    use tungstenite::error::CapacityError;
 
     #[test]
     fn a_frame_over_the_cap_is_broken_input_over_the_cap() {
@@ -117,6 +119,8 @@ mod tests {
         let error = WsError::Io(io::ErrorKind::BrokenPipe.into());
         assert_eq!(broken_input(&error), None);
         assert_eq!(broken_input(&WsError::ConnectionClosed), None);
+        let reset = WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake);
+        assert_eq!(broken_input(&reset), None);
     }
 
     #[test]
