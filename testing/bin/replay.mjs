@@ -3,6 +3,7 @@
 // closes, and compares each frame the product sends with the one it sent then; the first that
 // differs ends the run. Its summary, JSON document, report and JUnit file, whatever happens.
 import { writeFileSync } from 'node:fs'
+import { basename } from 'node:path'
 import { payloadJson } from '@norskvideo/ctl-migration/internal/addon'
 import { renderReplayJunit } from './junit.mjs'
 import { renderReport } from './report.mjs'
@@ -106,8 +107,9 @@ export async function replayCommand(options) {
 
   for (const p of players) {
     const { recording } = p
-    const target = recording.side === 'target' ? `, target of ${recording.migrationId}` : ''
-    view.event('ctl-migration', `${recording.file}: the ${recording.side}${target}, ${recording.events.length} events to play`)
+    // By its name alone, so that the line fits 80 columns.
+    const target = recording.side === 'target' ? ` (${recording.migrationId})` : ''
+    view.event(recording.side, `${basename(recording.file)}: ${recording.events.length} events${target}`)
     for (const note of recording.skipped) view.event('ctl-migration', `${recording.file}: ${note}`)
   }
   const speed = options.speed
