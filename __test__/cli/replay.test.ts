@@ -119,6 +119,19 @@ test('a frame the product never sends fails within the bounded wait, naming it',
   expect(performance.now() - started).toBeLessThan(9_000)
 })
 
+test('by SIGINT mid-replay: exit 130, its product stopped, one JSON document saying so', async () => {
+  const marker = randomUUID()
+  const { child, run, done } = start(['replay', 'replay/source-gave-up.ndjson', '--json', '--', 'node', 'replay/product.mjs', marker], {}, undefined, BIN)
+  // Connected: the replay plays on, towards the frame it will never get.
+  await expect.poll(() => run.stderr, { timeout: 5_000 }).toMatch(/connected as source/)
+  process.kill(-child.pid!, 'SIGINT')
+  const ended = await done
+  expect(ended.code).toBe(130)
+  expect(JSON.parse(ended.stdout)).toMatchObject({ ok: false, interrupted: 'SIGINT' })
+  expect(ended.stderr).toMatch(/SIGINT: stopping every product process/)
+  expect(productsWith(marker)).toEqual([])
+})
+
 test('--report and --junit: the waterfall recorded and replayed, a testcase per recording', async () => {
   const dir = tempDir('replay-')
   const [report, junit] = [join(dir, 'r.html'), join(dir, 'j.xml')]

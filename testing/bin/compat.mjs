@@ -6,12 +6,12 @@
 // every one.
 import { writeFileSync } from 'node:fs'
 import { startTestWorker } from '../lib/testing.mjs'
-import { Product, running, signalGroup } from '../lib/product.js'
+import { Product } from '../lib/product.js'
 import { renderCompatJunit } from './junit.mjs'
 import { shown } from './options.mjs'
 import { readStates } from './states.mjs'
 import { createView } from './view.mjs'
-import { EXIT, INTERRUPT_GRACE_MS, RETIRE_GRACE_MS } from './handover-run.mjs'
+import { EXIT, INTERRUPT_GRACE_MS, RETIRE_GRACE_MS, onInterrupt, stopAll } from './exits.mjs'
 
 /** @typedef {import('./options.mjs').CompatOptions} CompatOptions */
 /** @typedef {import('./states.mjs').SavedState} SavedState */
@@ -33,32 +33,22 @@ export async function compatCommand(options) {
   // Ctrl-C, as `handover`: every product stopped (each is in a process group of its own), no
   // state begun after it, then the summary, JSON and JUnit of the states checked so far; a second
   // signal exits at once.
-  /** @type {'SIGINT' | 'SIGTERM' | undefined} */
-  let interrupted
-  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
-    process.on(signal, () => {
-      if (interrupted) {
-        for (const p of running) signalGroup(p.pid, 'SIGKILL')
-        process.exit(EXIT[signal])
-      }
-      interrupted = signal
-      view.event('ctl-migration', `${signal}: stopping every product process`)
-      for (const p of running) void p.stop(INTERRUPT_GRACE_MS)
-    })
-  }
+  /** @type {{ interrupted?: 'SIGINT' | 'SIGTERM' }} */
+  const run = {}
+  onInterrupt(run, view)
   try {
     view.event('compat', `${states.length} saved state(s) in ${options.states}, each adopted by: ${command}`)
     for (const [i, read] of states.entries()) {
       const result = 'error' in read ? { file: read.file, ok: false, error: read.error, steps: [] } : await adopt(worker, options, view, read.file, read.saved, i + 1)
       // The state under way when the run was interrupted was not judged: its target was stopped.
-      if (interrupted) break
+      if (run.interrupted) break
       results.push(result)
       view.compat(result)
     }
   } finally {
-    await Promise.all([...running].map((p) => p.stop(interrupted ? INTERRUPT_GRACE_MS : RETIRE_GRACE_MS)))
-    await worker.close()
+    await stopAll(worker, run.interrupted ? INTERRUPT_GRACE_MS : RETIRE_GRACE_MS)
   }
+  const { interrupted } = run
   const ok = !interrupted && results.length > 0 && results.every((r) => r.ok)
   /** @type {import('./document.mjs').CompatDocument} */
   const document = { ok, ...(interrupted ? { interrupted } : {}), command, states: options.states, results }

@@ -8,11 +8,11 @@
 //   npx ctl-migration compat DIR -- <command> [args…]            (compat.mjs)
 //   npx ctl-migration init [FILE]                                (init.mjs)
 import { compatCommand } from './compat.mjs'
-import { EXIT, handoverCommand } from './handover-run.mjs'
+import { EXIT, killProducts } from './exits.mjs'
+import { handoverCommand } from './handover-run.mjs'
 import { writeStarter } from './init.mjs'
 import { parseOptions, USAGE, UsageError } from './options.mjs'
 import { replayCommand } from './replay.mjs'
-import { running, signalGroup } from '../lib/product.js'
 
 /** @param {string[]} argv @returns {Promise<number>} */
 async function main(argv) {
@@ -44,7 +44,7 @@ main(process.argv.slice(2)).then(
     // themselves: their message; anything else, its stack.
     const own = typeof e?.code === 'string' && e.code.startsWith('ERR_CTL_MIGRATION_')
     process.stderr.write(`ctl-migration: ${e instanceof Error ? (own ? e.message : (e.stack ?? e.message)) : String(e)}\n`)
-    for (const p of running) signalGroup(p.pid, 'SIGKILL')
+    killProducts()
     process.exit(EXIT.failed)
   },
 )

@@ -10,7 +10,8 @@ import { saveState } from './states.mjs'
 import { shown } from './options.mjs'
 import { HandoverError, runHandover, startTestWorker } from '../lib/testing.mjs'
 import { CUTOVER_STEPS, HANDOVER_STEPS as STEPS, FAULT_KINDS, seededRandom } from '../lib/steps.js'
-import { Product, running, signalGroup } from '../lib/product.js'
+import { Product } from '../lib/product.js'
+import { EXIT, RETIRE_GRACE_MS, onInterrupt, stopAll } from './exits.mjs'
 
 /** @typedef {import('../lib/testing.js').HandoverFault} HandoverFault */
 /** @typedef {import('../lib/testing.js').HandoverTimeline} HandoverTimeline */
@@ -37,12 +38,6 @@ import { Product, running, signalGroup } from '../lib/product.js'
  */
 
 const JOB_ID = 'product'
-/** How long a retired instance has between SIGTERM and SIGKILL, as the worker gives it. */
-export const RETIRE_GRACE_MS = 5_000
-/** On Ctrl-C the user wants out: a shorter grace. */
-export const INTERRUPT_GRACE_MS = 1_000
-
-export const EXIT = { ok: 0, failed: 1, usage: 2, neverConnected: 3, SIGINT: 130, SIGTERM: 143 }
 
 /** The handovers to run: each `undefined` (clean) or a fault.
  *  @param {HandoverOptions} options
@@ -77,34 +72,15 @@ export async function handoverCommand(options) {
     interrupted: undefined,
     finished: false,
   }
-  /** @param {number} graceMs */
-  const cleanup = async (graceMs) => {
-    await Promise.all([...running].map((p) => p.stop(graceMs)))
+  onInterrupt(run, view, async (signal) => {
     await worker.close()
-  }
-  /** @param {'SIGINT' | 'SIGTERM'} signal */
-  const interrupt = (signal) => {
-    // Everything is written: the exit is on its way.
-    if (run.finished) return
-    if (run.interrupted) {
-      // A second signal: out now.
-      for (const p of running) signalGroup(p.pid, 'SIGKILL')
-      process.exit(EXIT[signal])
+    // What happened so far: the handover under way is there as interrupted.
+    const current = run.current
+    if (current && !run.handovers.includes(current)) {
+      run.handovers.push({ ...current, ok: false, outcome: 'interrupted', totalMs: performance.now() - current.began })
     }
-    run.interrupted = signal
-    view.event('ctl-migration', `${signal}: stopping every product process`)
-    void cleanup(INTERRUPT_GRACE_MS).then(() => {
-      // What happened so far: the handover under way is there as interrupted.
-      const current = run.current
-      if (current && !run.handovers.includes(current)) {
-        run.handovers.push({ ...current, ok: false, outcome: 'interrupted', totalMs: performance.now() - current.began })
-      }
-      const status = finish(run, EXIT[signal])
-      process.stdout.write('', () => process.exit(status))
-    })
-  }
-  process.on('SIGINT', () => interrupt('SIGINT'))
-  process.on('SIGTERM', () => interrupt('SIGTERM'))
+    return finish(run, EXIT[signal])
+  })
 
   if (options.seed !== undefined) view.event('ctl-migration', `chaos seed ${options.seed} (the same faults again: --seed ${options.seed})`)
   if (run.builds.length > 1) for (const b of run.builds) view.event('ctl-migration', `build ${b.label}: ${shown(b.command)}`)
@@ -112,12 +88,12 @@ export async function handoverCommand(options) {
   try {
     status = await handOver(run)
   } catch (e) {
-    // A handover cut short by the interrupt may throw on its way out; interrupt() reports.
+    // A handover cut short by the interrupt may throw on its way out; onInterrupt's report says so.
     if (!run.interrupted) throw e
   } finally {
-    if (!run.interrupted) await cleanup(RETIRE_GRACE_MS)
+    if (!run.interrupted) await stopAll(worker, RETIRE_GRACE_MS)
   }
-  if (run.interrupted) return new Promise(() => {}) // interrupt() exits
+  if (run.interrupted) return new Promise(() => {}) // onInterrupt's report exits
   return finish(run, status)
 }
 

@@ -9,13 +9,13 @@ import { renderReplayJunit } from './junit.mjs'
 import { renderReport } from './report.mjs'
 import { createView } from './view.mjs'
 import { shown } from './options.mjs'
-import { EXIT, INTERRUPT_GRACE_MS, RETIRE_GRACE_MS } from './handover-run.mjs'
+import { EXIT, RETIRE_GRACE_MS, onInterrupt, stopAll } from './exits.mjs'
 import { startTestWorker } from '../lib/testing.mjs'
 import { HANDOVER, SENDERS, FORWARDS } from '../lib/steps.js'
 import { instanceOf, sameInstance } from '../lib/instances.js'
 import { firstDifference, scriptOf, withValuesOf } from '../lib/recording.js'
 import { kitOf } from '../lib/worker.js'
-import { Product, running, signalGroup } from '../lib/product.js'
+import { Product, signalGroup } from '../lib/product.js'
 
 /** @typedef {import('../lib/recording.js').Recording} Recording */
 /** @typedef {import('../lib/recording.js').RecordedEvent} RecordedEvent */
@@ -75,11 +75,6 @@ export async function replayCommand(options) {
   const run = { finished: false }
   let compared = 0
 
-  /** @param {number} graceMs */
-  const cleanup = async (graceMs) => {
-    await Promise.all([...running].map((p) => p.stop(graceMs)))
-    await worker.close()
-  }
   /** @param {ReplayDocument} document @param {number} status */
   const finish = (document, status) => {
     run.finished = true
@@ -88,22 +83,10 @@ export async function replayCommand(options) {
     if (options.json) process.stdout.write(`${JSON.stringify(document, null, 2)}\n`)
     return status
   }
-  /** @param {'SIGINT' | 'SIGTERM'} signal */
-  const interrupt = (signal) => {
-    if (run.finished) return
-    if (run.interrupted) {
-      for (const p of running) signalGroup(p.pid, 'SIGKILL')
-      process.exit(EXIT[signal])
-    }
-    run.interrupted = signal
-    view.event('ctl-migration', `${signal}: stopping every product process`)
-    void cleanup(INTERRUPT_GRACE_MS).then(() => {
-      const status = finish({ ...documentOf(worker, players, compared), ok: false, interrupted: signal }, EXIT[signal])
-      process.stdout.write('', () => process.exit(status))
-    })
-  }
-  process.on('SIGINT', () => interrupt('SIGINT'))
-  process.on('SIGTERM', () => interrupt('SIGTERM'))
+  onInterrupt(run, view, async (signal) => {
+    await worker.close()
+    return finish({ ...documentOf(worker, players, compared), ok: false, interrupted: signal }, EXIT[signal])
+  })
 
   for (const p of players) {
     const { recording } = p
@@ -144,12 +127,12 @@ export async function replayCommand(options) {
     }
     if (!run.interrupted) for (const p of players) unexpectedFrames(worker, p)
   } catch (e) {
-    if (run.interrupted) return new Promise(() => {}) // interrupt() exits
+    if (run.interrupted) return new Promise(() => {}) // onInterrupt's report exits
     if (e instanceof Diverged) divergence = e.divergence
     else if (e instanceof Error && e.message.startsWith('could not start')) failure = e.message
     else throw e
   } finally {
-    if (!run.interrupted) await cleanup(RETIRE_GRACE_MS)
+    if (!run.interrupted) await stopAll(worker, RETIRE_GRACE_MS)
   }
   if (run.interrupted) return new Promise(() => {})
   const document = documentOf(worker, players, compared)
