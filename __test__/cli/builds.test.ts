@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { cli, productDir, type Run, tempDir } from './support/run'
+import { productsWith } from './support/processes'
 
 interface Handover {
   migrationId: string
@@ -25,26 +26,14 @@ const json = <T = { ok: boolean; builds?: string[]; handovers: Handover[] }>(run
 
 /** A build's command line, marked so that its processes can be found. */
 const build = (version: string, marker: string) => ['node', `builds/${version}.mjs`, marker]
-
-/** The pids of build processes (`node builds/vN.mjs <marker>`) still running. */
-function buildsWith(marker: string): number[] {
-  const found: number[] = []
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-      if (/^builds\/v\d\.mjs$/.test(args[1] ?? '') && args[2] === marker) found.push(Number(pid))
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found
-}
+/** Any build's script, as a command line names it. */
+const BUILDS = /^builds\/v\d\.mjs$/
 
 /** `handover … --to '<v> marker' -- <from> marker`, and no build process left after it. */
 async function handover(from: string, to: string, ...options: string[]): Promise<Run> {
   const marker = `--marker=${randomUUID()}`
   const run = await cli(['handover', ...options, '--to', build(to, marker).join(' '), '--', ...build(from, marker)])
-  expect(buildsWith(marker)).toEqual([])
+  expect(productsWith(BUILDS, marker)).toEqual([])
   return run
 }
 
@@ -119,7 +108,7 @@ describe('--save-states, then compat', () => {
     expect(adopted.code).toBe(0)
     for (const file of files) expect(adopted.stdout).toMatch(new RegExp(`^ {2}ok +${file.replaceAll('.', '\\.')}$`, 'm'))
     expect(adopted.stdout.trimEnd().split('\n').at(-1)).toMatch(/^ok: .*builds\/v2\.mjs.* adopted all 3 state\(s\)$/)
-    expect(buildsWith(marker)).toEqual([])
+    expect(productsWith(BUILDS, marker)).toEqual([])
 
     const junit = join(tempDir('ctl-migration-junit-'), 'compat.xml')
     const refused = await cli(['compat', dir, '--json', '--junit', junit, '--', ...build('v3', marker)])
@@ -130,7 +119,7 @@ describe('--save-states, then compat', () => {
     expect(doc.results[0].error).toContain(`handler for 'initial-state' threw: Error: v3 expects the state as { position }`)
     expect(refused.stderr).toMatch(new RegExp(`FAILED +${files[0].replaceAll('.', '\\.')}: stopped at initial-state: .*v3 expects the state as \\{ position \\}`))
     expect(readFileSync(junit, 'utf8')).toMatch(/<testsuite name="ctl-migration compat .* tests="3" failures="3"/)
-    expect(buildsWith(marker)).toEqual([])
+    expect(productsWith(BUILDS, marker)).toEqual([])
   })
 })
 
@@ -150,6 +139,6 @@ describe.each([80, 40])('the closing summary on a terminal %i columns wide', (co
     expect(table.join('\n')).toContain('restart-worker@cutover-ready')
     expect(table.join('\n')).toMatch(/A→B/)
     expect(lines[verdict]).toBe('ok: 4 handover(s); 2 faulted, every one recovered')
-    expect(buildsWith(marker)).toEqual([])
+    expect(productsWith(BUILDS, marker)).toEqual([])
   })
 })

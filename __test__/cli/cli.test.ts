@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { FAULT_KINDS, HANDOVER_STEPS as STEPS } from '../../testing/lib/steps.js'
 import { cli, type Run, start, tempDir } from './support/run'
+import { productsWith } from './support/processes'
 
 interface Handover {
   migrationId: string
@@ -30,20 +31,6 @@ interface Document {
 }
 
 const json = (run: Run) => JSON.parse(run.stdout) as Document
-
-/** The pids of product processes (`node product.mjs <marker>`) still running. */
-function productsWith(marker: string): number[] {
-  const found: number[] = []
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-      if (args[1] === 'product.mjs' && args[2] === marker) found.push(Number(pid))
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found
-}
 
 describe('a clean handover', () => {
   test('a product on this package hands over: exit 0, one JSON document on stdout', async () => {
@@ -98,7 +85,7 @@ test('--abort-after aborts the migration after that step: exit 0, outcome aborte
   const [handover] = json(run).handovers
   expect(handover).toMatchObject({ ok: true, outcome: 'aborted', aborted: { afterStep: 'initial-state' } })
   expect(handover.steps.map((s) => s.step)).toEqual(['propose', 'launch', 'initial-state'])
-  expect(productsWith(marker)).toEqual([])
+  expect(productsWith('product.mjs', marker)).toEqual([])
 })
 
 describe('a handover that fails', () => {
@@ -187,11 +174,11 @@ test('Ctrl-C in the middle of a handover leaves no process behind', async () => 
     }
     check()
   })
-  expect(productsWith(marker)).toHaveLength(2) // the source and the target
+  expect(productsWith('product.mjs', marker)).toHaveLength(2) // the source and the target
   process.kill(-child.pid!, 'SIGINT') // as a terminal sends it: to the foreground process group
   const ended = await done
   expect(ended.stdout).toMatch(/SIGINT: stopping every product process/)
-  expect(productsWith(marker)).toEqual([])
+  expect(productsWith('product.mjs', marker)).toEqual([])
 })
 
 test('--report draws every handover in a page a real browser renders, with nothing fetched', async () => {

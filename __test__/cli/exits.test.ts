@@ -1,11 +1,11 @@
 // How a run ends: the times it reports include every wait, an interrupted run still reports what
 // happened, and what cannot work is said before any product starts or in one line.
-import { execFileSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { BIN, cli, type Run, start, tempDir } from './support/run'
+import { productsWith } from './support/processes'
 
 interface Handover {
   migrationId: string
@@ -97,7 +97,7 @@ describe('interrupted', () => {
     expect(JSON.parse(ended.stdout)).toMatchObject({ ok: false, interrupted: 'SIGINT', results: [] })
     expect(ended.stderr).not.toMatch(/compat-2/)
     expect(ended.stderr).toMatch(/INTERRUPTED by SIGINT: 0 state\(s\) so far\n$/)
-    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain(marker)
+    expect(productsWith('product.mjs', marker)).toEqual([])
   })
 })
 

@@ -3,10 +3,11 @@
 // hand in the recorder's format (docs/recording.md): the worker's side played, the product's
 // frames compared. Every test checks that no product process is left.
 import { randomUUID } from 'node:crypto'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect, test } from 'vitest'
 import { BIN, type Run, start, tempDir } from './support/run'
+import { productsWith } from './support/processes'
 
 interface Divergence {
   file: string
@@ -28,27 +29,13 @@ interface Document {
 
 const json = (run: Run) => JSON.parse(run.stdout) as Document
 
-/** The pids of the replay's product processes (`node replay/product.mjs <marker>`) still running. */
-function productsWith(marker: string): number[] {
-  const found: number[] = []
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
-      if (args[1] === 'replay/product.mjs' && args[2] === marker) found.push(Number(pid))
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found
-}
-
 /** `ctl-migration replay FILES… OPTIONS -- node replay/product.mjs MARKER [mutant]`, and no
  *  product process left once it has exited. */
 async function replay(files: string[], { options = [] as string[], mutant = false, env = {} as NodeJS.ProcessEnv } = {}) {
   const marker = randomUUID()
   // The bin itself (npx is cli.test.ts's to check): a second less per run.
   const run = await start(['replay', ...files, ...options, '--', 'node', 'replay/product.mjs', marker, ...(mutant ? ['mutant'] : [])], env, undefined, BIN).done
-  expect(productsWith(marker)).toEqual([])
+  expect(productsWith('replay/product.mjs', marker)).toEqual([])
   return run
 }
 
@@ -129,7 +116,7 @@ test('by SIGINT mid-replay: exit 130, its product stopped, one JSON document say
   expect(ended.code).toBe(130)
   expect(JSON.parse(ended.stdout)).toMatchObject({ ok: false, interrupted: 'SIGINT' })
   expect(ended.stderr).toMatch(/SIGINT: stopping every product process/)
-  expect(productsWith(marker)).toEqual([])
+  expect(productsWith('replay/product.mjs', marker)).toEqual([])
 })
 
 test('--report and --junit: the waterfall recorded and replayed, a testcase per recording', async () => {
