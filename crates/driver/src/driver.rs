@@ -548,21 +548,9 @@ fn unsent_at_end(core: &mut Protocol, buffered_amount: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::options;
     use crate::wire::Pipe;
     use tungstenite::{Message, WebSocket};
-
-    fn options() -> Options {
-        Options {
-            url: "ws://worker/instances/j/r".into(),
-            token: "tok".into(),
-            name: "demo".into(),
-            reconnect_min_ms: 1000.0,
-            reconnect_max_ms: 30000.0,
-            reconnect_jitter: 0.0,
-            heartbeat_ms: 0.0,
-            connect_timeout_ms: 0.0,
-        }
-    }
 
     /// A driver on its own WebSocket and the worker it is connected to, on a fake clock.
     struct Connected {
@@ -699,15 +687,15 @@ mod tests {
         );
     }
 
+    /// A driver on a product's socket (no pings, no recording), not yet started.
+    fn product_socket_driver() -> Driver {
+        let product_socket = Transport::ProductSocket { pings: false };
+        Driver::new(options(), 7, 0.0, product_socket, false)
+    }
+
     /// A driver on a product's socket, its hello answered.
     fn on_product_socket() -> Driver {
-        let mut driver = Driver::new(
-            options(),
-            7,
-            0.0,
-            Transport::ProductSocket { pings: false },
-            false,
-        );
+        let mut driver = product_socket_driver();
         let mut out = Vec::new();
         for input in [
             Input::Product(ProductCall::Start),
@@ -782,13 +770,7 @@ mod tests {
 
     #[test]
     fn a_handler_cannot_end_in_what_it_cannot_have() {
-        let mut driver = Driver::new(
-            options(),
-            7,
-            0.0,
-            Transport::ProductSocket { pings: false },
-            false,
-        );
+        let mut driver = product_socket_driver();
         let call = ProductCall::Settled {
             handler: HandlerKind::GetState,
             migration_id: "m",

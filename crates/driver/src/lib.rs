@@ -15,6 +15,8 @@
 mod driver;
 pub mod output;
 pub mod record;
+#[cfg(test)]
+mod test_support;
 pub mod wire;
 pub mod ws;
 

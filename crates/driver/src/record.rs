@@ -525,23 +525,20 @@ fn summary_json(summary: &AppliedSummary) -> String {
 mod tests {
     use super::*;
     use crate::wire::Pipe;
-    use crate::Driver;
+    use crate::{test_support, Driver};
     use ctl_migration_core::protocol::{HandlerKind, Transport};
     use serde_json::{json, Value};
     use tungstenite::WebSocket;
 
     const TOKEN: &str = "s3cret-token";
 
+    /// The tests' options with secrets for a recording to leave out: the token, and credentials
+    /// in the worker's URL.
     fn options() -> Options {
         Options {
             url: "ws://user:pa55@worker/instances/j/r?key=q-secret".into(),
             token: TOKEN.into(),
-            name: "demo".into(),
-            reconnect_min_ms: 1000.0,
-            reconnect_max_ms: 30000.0,
-            reconnect_jitter: 0.0,
-            heartbeat_ms: 0.0,
-            connect_timeout_ms: 0.0,
+            ..test_support::options()
         }
     }
 
@@ -585,14 +582,23 @@ mod tests {
         Driver::new(options(), 7, 100.0, pings, true)
     }
 
+    /// The product starts the client at 100 ms and its socket opens at `opened_at`, with every
+    /// output the driver gave: how each recording here begins.
+    fn open(driver: &mut Driver, opened_at: f64) -> Vec<Output> {
+        let start = Input::Product(ProductCall::Start);
+        feed(
+            driver,
+            vec![(start, 100.0), (Input::SocketOpened, opened_at)],
+        )
+    }
+
     #[test]
     fn a_product_sockets_traffic_is_recorded_in_order_timed_from_the_start() {
         let mut driver = recording_on_product_socket();
+        open(&mut driver, 102.5);
         feed(
             &mut driver,
             vec![
-                (Input::Product(ProductCall::Start), 100.0),
-                (Input::SocketOpened, 102.5),
                 (Input::SocketMessage(r#"{"type":"hello-ack"}"#), 103.25),
                 (
                     Input::SocketMessage(r#"{"type":"get-state","migrationId":"m-1"}"#),
@@ -646,13 +652,10 @@ mod tests {
     #[test]
     fn a_report_is_recorded_as_the_product_made_it_then_sent_with_its_ping_and_outcome() {
         let mut driver = recording_on_product_socket();
+        open(&mut driver, 101.0);
         feed(
             &mut driver,
-            vec![
-                (Input::Product(ProductCall::Start), 100.0),
-                (Input::SocketOpened, 101.0),
-                (Input::SocketMessage(r#"{"type":"hello-ack"}"#), 101.0),
-            ],
+            vec![(Input::SocketMessage(r#"{"type":"hello-ack"}"#), 101.0)],
         );
         lines(&mut driver);
         let ready = Report::Ready(r#"{"at":3}"#.into());
@@ -690,13 +693,7 @@ mod tests {
     fn the_glue_is_told_once_there_are_lines_until_it_takes_them() {
         let mut driver = recording_on_product_socket();
         let told = |out: &[Output]| out.iter().filter(|o| **o == Output::Recorded).count();
-        let out = feed(
-            &mut driver,
-            vec![
-                (Input::Product(ProductCall::Start), 100.0),
-                (Input::SocketOpened, 101.0),
-            ],
-        );
+        let out = open(&mut driver, 101.0);
         assert_eq!(told(&out), 1);
         assert_eq!(lines(&mut driver).len(), 3);
         let out = feed(&mut driver, vec![(Input::SocketMessage("{}"), 102.0)]);
@@ -726,11 +723,10 @@ mod tests {
     fn a_frame_the_core_cannot_read_is_recorded_as_text() {
         let mut driver = recording_on_product_socket();
         let long = "x".repeat(2000);
+        open(&mut driver, 101.0);
         feed(
             &mut driver,
             vec![
-                (Input::Product(ProductCall::Start), 100.0),
-                (Input::SocketOpened, 101.0),
                 (Input::SocketMessage(r#"{"type":"hello-ack","#), 102.0),
                 (Input::SocketMessage(&long), 103.0),
             ],
@@ -750,21 +746,13 @@ mod tests {
     fn no_line_holds_the_token_or_the_urls_credentials() {
         let mut driver = recording_on_product_socket();
         let reason = format!("bad token {TOKEN} at ws://user:pa55@worker/?key=q-secret");
-        feed(
-            &mut driver,
-            vec![
-                (Input::Product(ProductCall::Start), 100.0),
-                (Input::SocketOpened, 101.0),
-                (
-                    Input::SocketClosed {
-                        code: Some(4001),
-                        reason: &reason,
-                        buffered_amount: 0.0,
-                    },
-                    102.0,
-                ),
-            ],
-        );
+        open(&mut driver, 101.0);
+        let close = Input::SocketClosed {
+            code: Some(4001),
+            reason: &reason,
+            buffered_amount: 0.0,
+        };
+        feed(&mut driver, vec![(close, 102.0)]);
         let closed = lines(&mut driver)
             .into_iter()
             .find(|l| l["kind"] == "closed");
