@@ -36,3 +36,11 @@ export declare function describe(e: unknown): string | undefined
 
 /** What JSON.stringify makes of a payload; a top-level value it drops becomes `null` (D2). */
 export declare function payloadJson(payload: unknown): string
+
+/** A recording's path to a field, one step further: `.key`, `["odd key"]` or `[2]`; from the
+ *  top (`''`), `key`. */
+export declare function pathStep(path: string, key: string | number): string
+
+/** A recording's path (`payload.list[2]`) as its keys and indexes, or undefined for text that is
+ *  not a path as the recorder writes one. */
+export declare function pathKeys(text: string): (string | number)[] | undefined

@@ -5,6 +5,7 @@
 // remembered in memory only.
 
 const { describe } = require('./values.js')
+const { pathStep } = require('./json-path.js')
 
 const REDACTED = '[redacted]'
 
@@ -16,14 +17,6 @@ const FORWARDS = /** @type {Record<string, string | undefined>} */ ({
   'cutover-ready': 'target-ready',
   'cutover-apply': 'source-stopped-output',
 })
-
-/** A path's next step: `.key`, `["odd key"]` or `[2]`; from the top, `key`.
- *  @param {string} path @param {string | number} key */
-function step(path, key) {
-  if (typeof key === 'number') return `${path}[${key}]`
-  if (!/^[A-Za-z_$][\w$]*$/.test(key)) return `${path}[${JSON.stringify(key)}]`
-  return path === '' ? key : `${path}.${key}`
-}
 
 /** @param {unknown} v @returns {v is Record<string, unknown>} */
 const isObject = (v) => typeof v === 'object' && v !== null
@@ -44,7 +37,7 @@ function redaction(redact, log) {
       const keys = new Set([...Object.keys(before), ...Object.keys(after)])
       for (const key of keys) {
         const k = Array.isArray(before) ? Number(key) : key
-        diff(before[key], after[key], step(path, k), paths)
+        diff(before[key], after[key], pathStep(path, k), paths)
       }
       return
     }
@@ -63,10 +56,10 @@ function redaction(redact, log) {
       return REDACTED
     }
     if (!isObject(value)) return value
-    if (Array.isArray(value)) return value.map((v, i) => echo(v, step(path, i), paths))
+    if (Array.isArray(value)) return value.map((v, i) => echo(v, pathStep(path, i), paths))
     /** @type {Record<string, unknown>} */
     const out = {}
-    for (const [key, v] of Object.entries(value)) out[key] = echo(v, step(path, key), paths)
+    for (const [key, v] of Object.entries(value)) out[key] = echo(v, pathStep(path, key), paths)
     return out
   }
 
@@ -105,7 +98,7 @@ function redaction(redact, log) {
     if (remembered.size === 0) return [out, paths]
     /** @type {Record<string, unknown>} */
     const echoed = {}
-    for (const [key, v] of Object.entries(out)) echoed[key] = key === 'type' ? v : echo(v, step('', key), paths)
+    for (const [key, v] of Object.entries(out)) echoed[key] = key === 'type' ? v : echo(v, pathStep('', key), paths)
     return [echoed, paths]
   }
 }

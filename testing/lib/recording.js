@@ -3,6 +3,9 @@
 // NDJSON file, one per client): its header and events read and checked, the script the worker's
 // side of one or two recordings makes in the order the worker saw it, and the comparison of a
 // frame the product sent now with the one it sent then. No I/O, no clock: bin/replay.mjs plays it.
+// A field's path is written as the recorder writes it (the client's lib/client/json-path.js).
+
+const { pathKeys, pathStep } = require('@norskvideo/ctl-migration/internal/addon')
 
 /** The format this replay reads. */
 const FORMAT = 1
@@ -24,7 +27,6 @@ class RecordingError extends Error {}
  *   `freezes`: by the line of the event to play it before (0: the launch), how many frames the
  *   connection reads before it is frozen (see unanswered())
  * @typedef {{ atMs: number, recording: Recording, event: RecordedEvent | undefined }} Cue a launch (no event) or an event, at its wall time
- * @typedef {(string | number)[]} Path
  */
 
 /** Reads a recording's text. @param {string} file @param {string} text @returns {Recording} */
@@ -123,13 +125,12 @@ function scriptOf(recordings) {
 function firstDifference(expected, actual, skip = {}) {
   const hello = /** @type {{ type?: unknown }} */ (expected)?.type === 'hello' ? ['token'] : []
   const skipped = new Set([...(skip.redacted ?? []), ...(skip.ignore ?? []), ...hello])
-  /** @param {unknown} e @param {unknown} a @param {Path} at @returns {{ path: string, expected: unknown, actual: unknown } | undefined} */
-  const walk = (e, a, at) => {
-    const path = pathText(at)
+  /** @param {unknown} e @param {unknown} a @param {string} path @returns {{ path: string, expected: unknown, actual: unknown } | undefined} */
+  const walk = (e, a, path) => {
     if (skipped.has(path)) return undefined
     if (Array.isArray(e) && Array.isArray(a)) {
       for (let i = 0; i < Math.max(e.length, a.length); i++) {
-        const found = walk(e[i], a[i], [...at, i])
+        const found = walk(e[i], a[i], pathStep(path, i))
         if (found) return found
       }
       return undefined
@@ -137,14 +138,14 @@ function firstDifference(expected, actual, skip = {}) {
     if (isObject(e) && isObject(a)) {
       // The recorded fields first, in their order, then any the product added.
       for (const key of new Set([...Object.keys(e), ...Object.keys(a)])) {
-        const found = walk(e[key], a[key], [...at, key])
+        const found = walk(e[key], a[key], pathStep(path, key))
         if (found) return found
       }
       return undefined
     }
     return Object.is(e, a) || (typeof e === 'number' && e === a) ? undefined : { path: path || '(the frame)', expected: e, actual: a }
   }
-  return walk(expected, actual, [])
+  return walk(expected, actual, '')
 }
 
 /** @param {unknown} value @returns {value is Record<string, unknown>} */
@@ -152,30 +153,8 @@ function isObject(value) {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** A path as the recorder writes one: `payload.list[2].id`, a key that is not a name quoted as
- *  JSON would (`payload["odd key"]`). @param {Path} path */
-function pathText(path) {
-  return path
-    .map((key, i) => (typeof key === 'number' ? `[${key}]` : !/^[A-Za-z_$][\w$]*$/.test(key) ? `[${JSON.stringify(key)}]` : i === 0 ? key : `.${key}`))
-    .join('')
-}
-
-/** A path's keys and indexes (`payload.list[2]` → payload, list, 2), or undefined for text that is
- *  not a path. @param {string} text @returns {Path | undefined} */
-function segments(text) {
-  /** @type {Path} */
-  const path = []
-  const step = /\.?([A-Za-z_$][\w$]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/y
-  while (step.lastIndex < text.length) {
-    const m = step.exec(text)
-    if (!m) return undefined
-    path.push(m[1] ?? (m[2] !== undefined ? Number(m[2]) : JSON.parse(m[3])))
-  }
-  return path.length > 0 && pathText(path) === text ? path : undefined
-}
-
 /** Whether `text` is a path a recording (or --ignore) can name. @param {string} text */
-const isPath = (text) => segments(text) !== undefined
+const isPath = (text) => pathKeys(text) !== undefined
 
 /** `frame` with the value at each of `paths` taken from `from` where `from` has one (the worker
  *  forwarding what a product sent: a redacted field gets the live product's value).
@@ -183,7 +162,7 @@ const isPath = (text) => segments(text) !== undefined
 function withValuesOf(frame, paths, from) {
   const copy = structuredClone(frame)
   for (const path of paths) {
-    const at = segments(path)
+    const at = pathKeys(path)
     if (!at) continue
     /** @type {any} */
     let source = from
