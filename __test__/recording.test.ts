@@ -6,28 +6,22 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { WebSocket } from 'ws'
-import { connectMigration, type ConnectMigrationOptions, type MigrationClient, type MigrationHandlers, type MigrationSocketCtor } from '@norskvideo/ctl-migration'
-import { ScriptedWorker } from './support/worker.js'
+import { type ConnectMigrationOptions, type MigrationClient, type MigrationHandlers, type MigrationSocketCtor } from '@norskvideo/ctl-migration'
+import { useHarness } from './support/client.js'
 import { until } from './support/until.js'
 
 const wasmRun = process.env.NAPI_RS_FORCE_WASI === 'error'
 
 type Line = { kind: string; [field: string]: any }
 
-let worker: ScriptedWorker
+const h = useHarness()
 let dir: string
-let logs: string[]
-const clients: MigrationClient[] = []
 
-beforeEach(async () => {
-  worker = await ScriptedWorker.start()
+beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'ctl-recording-'))
-  logs = []
 })
 
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close()
-  await worker.close()
+afterEach(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -51,18 +45,16 @@ const transports = [
 ]
 
 describe.each(transports)('a client recording on $name', ({ opts: socketOpts, transport }) => {
-  function connect(handlers: MigrationHandlers, opts: ConnectMigrationOptions = {}, env = worker.env()): MigrationClient {
-    const client = connectMigration(handlers, env, { log: (line) => logs.push(line), reconnectMinMs: 20, ...socketOpts, ...opts })
-    clients.push(client)
-    return client
+  function connect(handlers: MigrationHandlers, opts: ConnectMigrationOptions = {}, env?: NodeJS.ProcessEnv): MigrationClient {
+    return h.connect(handlers, { ...socketOpts, ...opts }, env)
   }
 
   /** A source that hands over its state; the recording once the state was recorded as sent. */
-  async function handOver(state: unknown, opts: ConnectMigrationOptions = { record: dir }, env = worker.env()) {
+  async function handOver(state: unknown, opts: ConnectMigrationOptions = { record: dir }, env = h.worker.env()) {
     const client = connect({ onGetState: () => state }, opts, env)
-    await worker.until(() => client.connected, 'connected')
-    worker.push({ type: 'get-state', migrationId: 'm1' })
-    await worker.frame('state')
+    await h.worker.until(() => client.connected, 'connected')
+    h.worker.push({ type: 'get-state', migrationId: 'm1' })
+    await h.worker.frame('state')
     return { client, ...(await recording(has('sent', (l) => l.frame.type === 'state'))) }
   }
 
@@ -80,20 +72,20 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
   })
 
   test('CTL_MIGRATION_RECORD in the environment turns it on', async () => {
-    const { lines } = await handOver({ n: 1 }, {}, { ...worker.env(), CTL_MIGRATION_RECORD: dir })
+    const { lines } = await handOver({ n: 1 }, {}, { ...h.worker.env(), CTL_MIGRATION_RECORD: dir })
     expect(lines[0]).toMatchObject({ kind: 'header' })
   })
 
   test('a directory that does not exist yet is made', async () => {
     const made = join(dir, 'made')
     const client = connect({}, { record: made })
-    await worker.until(() => client.connected, 'connected')
+    await h.worker.until(() => client.connected, 'connected')
     await until(() => readdirSync(made).some((f) => f.endsWith('.ndjson')), 'the recording')
   })
 
   test('the header says what ran, where, and when, without credentials', async () => {
     const env = {
-      NORSK_WORKER_WS_URL: `ws://user:pa55@127.0.0.1:${worker.port}/instances/job/main?key=q-secret`,
+      NORSK_WORKER_WS_URL: `ws://user:pa55@127.0.0.1:${h.worker.port}/instances/job/main?key=q-secret`,
       NORSK_WORKER_TOKEN: 'secret-token',
       NORSK_MIGRATION_ID: 'm-7',
     }
@@ -108,7 +100,7 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
       runtime: 'node',
       runtimeVersion: process.versions.node,
       pid: process.pid,
-      url: `ws://127.0.0.1:${worker.port}/instances/job/main`,
+      url: `ws://127.0.0.1:${h.worker.port}/instances/job/main`,
       env: { NORSK_MIGRATION_ID: 'm-7' },
       options: { name: 'my-product', reconnectMinMs: 20 },
       maxBytes: 1_000_000,
@@ -117,12 +109,12 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
   })
 
   test('neither the token nor the URL credentials are anywhere in the file', async () => {
-    const env = { NORSK_WORKER_WS_URL: `ws://user:pa55@127.0.0.1:${worker.port}/i?key=q-secret`, NORSK_WORKER_TOKEN: 'secret-token' }
+    const env = { NORSK_WORKER_WS_URL: `ws://user:pa55@127.0.0.1:${h.worker.port}/i?key=q-secret`, NORSK_WORKER_TOKEN: 'secret-token' }
     const client = connect({ onGetState: () => ({ n: 1 }) }, { record: dir }, env)
-    await worker.until(() => client.connected, 'connected')
+    await h.worker.until(() => client.connected, 'connected')
     // The worker refuses the connection and the client tries again: errors, closes, logs.
-    worker.socket.close(4001, 'bad token secret-token')
-    await worker.connectionCount(2)
+    h.worker.socket.close(4001, 'bad token secret-token')
+    await h.worker.connectionCount(2)
     client.close()
     const { text } = await recording(has('product', (l) => l.call === 'close'))
     for (const secret of ['secret-token', 'pa55', 'q-secret', 'user:']) expect(text).not.toContain(secret)
@@ -133,7 +125,7 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
     const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, secret: '***' } : payload)
     const { client } = await handOver({ secret: 'hunter2', n: 1 }, { record: dir, redact })
     // The worker echoes the secret back in a later frame's payload.
-    worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: { echo: 'hunter2', n: 2 } })
+    h.worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: { echo: 'hunter2', n: 2 } })
     await recording(has('recv', (l) => l.frame?.type === 'cutover-ready'))
     client.reportStoppedOutput({ last: 'hunter2' })
     const { lines, text } = await recording(has('sent', (l) => l.frame.type === 'source-stopped-output'))
@@ -146,11 +138,11 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
   })
 
   test("a target's initial-state is redacted as the source's state it forwards", async () => {
-    worker.ackMigration = 'm1'
+    h.worker.ackMigration = 'm1'
     const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, secret: '***' } : payload)
     const client = connect({ onInitialState: () => {} }, { record: dir, redact })
-    await worker.until(() => client.connected, 'connected')
-    worker.push({ type: 'initial-state', migrationId: 'm1', payload: { secret: 'hunter2', n: 1 } })
+    await h.worker.until(() => client.connected, 'connected')
+    h.worker.push({ type: 'initial-state', migrationId: 'm1', payload: { secret: 'hunter2', n: 1 } })
     const { lines, text } = await recording(has('settled', (l) => l.handler === 'onInitialState'))
     expect(text).not.toContain('hunter2')
     expect(lines).toContainEqual(
@@ -165,22 +157,22 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
       { onGetState: () => ({ n: 1 }), onCutoverReady: () => client.reportStoppedOutput({ last: 1 }) },
       { record: join(file, 'under-a-file') },
     )
-    await worker.until(() => client.connected, 'connected')
-    worker.push({ type: 'get-state', migrationId: 'm1' })
-    await worker.frame('state')
-    await until(() => logs.some((l) => l.startsWith('recording to ')), 'the log line')
-    worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: {} })
-    await worker.frame('source-stopped-output')
-    expect(logs.filter((l) => l.includes('recording')), logs.join('\n')).toEqual([expect.stringMatching(/^recording to .*under-a-file stopped: .*ENOTDIR/)])
+    await h.worker.until(() => client.connected, 'connected')
+    h.worker.push({ type: 'get-state', migrationId: 'm1' })
+    await h.worker.frame('state')
+    await until(() => h.logs.some((l) => l.startsWith('recording to ')), 'the log line')
+    h.worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: {} })
+    await h.worker.frame('source-stopped-output')
+    expect(h.logs.filter((l) => l.includes('recording')), h.logs.join('\n')).toEqual([expect.stringMatching(/^recording to .*under-a-file stopped: .*ENOTDIR/)])
   })
 
   test('past its bound the file drops the oldest migration first', async () => {
     const maxBytes = 8_000
     const client = connect({ onGetState: (id) => ({ id, filler: 'x'.repeat(1500) }) }, { record: dir, recordMaxBytes: maxBytes })
-    await worker.until(() => client.connected, 'connected')
+    await h.worker.until(() => client.connected, 'connected')
     for (let n = 1; n <= 8; n++) {
-      worker.push({ type: 'get-state', migrationId: `m${n}` })
-      await worker.frame('state', n)
+      h.worker.push({ type: 'get-state', migrationId: `m${n}` })
+      await h.worker.frame('state', n)
     }
     const { lines, text } = await recording(has('settled', (l) => l.migrationId === 'm8'))
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(maxBytes)

@@ -3,45 +3,25 @@
 // Node ≥ 22; Node 20 with --experimental-websocket) in a product child process.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { afterEach, describe, expect, test } from 'vitest'
 import { WebSocket, WebSocketServer } from 'ws'
 import {
-  connectMigration,
   type ConnectMigrationOptions,
   type MigrationClient,
   type MigrationHandlers,
   type MigrationSocketCtor,
 } from '@norskvideo/ctl-migration'
+import { useHarness } from './support/client.js'
 import { ScriptedWorker } from './support/worker.js'
 import { until } from './support/until.js'
 
-let worker: ScriptedWorker
-const clients: MigrationClient[] = []
-let logs: string[] = []
-
-beforeEach(async () => {
-  worker = await ScriptedWorker.start()
-  logs = []
-})
-
-afterEach(async () => {
-  for (const client of clients.splice(0)) client.close()
-  await worker.close()
-})
+const h = useHarness()
 
 const Socket = WebSocket as unknown as MigrationSocketCtor // ws's constructor overloads need the cast, as with the reference
 
 describe("opts.WebSocket = ws's WebSocket", () => {
   function connect(handlers: MigrationHandlers, opts: ConnectMigrationOptions = {}): MigrationClient {
-    const client = connectMigration(handlers, worker.env(), {
-      WebSocket: Socket,
-      log: (line) => logs.push(line),
-      reconnectMinMs: 20,
-      reconnectMaxMs: 200,
-      ...opts,
-    })
-    clients.push(client)
-    return client
+    return h.connect(handlers, { WebSocket: Socket, ...opts })
   }
 
   test('a source hands over: hello, propose, cutover, close', async () => {
@@ -49,25 +29,25 @@ describe("opts.WebSocket = ws's WebSocket", () => {
       onGetState: (migrationId) => ({ position: 41, migrationId }),
       onCutoverReady: (payload) => client.reportStoppedOutput({ stoppedAt: (payload as { at: number }).at }),
     })
-    expect(await worker.frame('hello')).toEqual({ type: 'hello', token: 'secret-token' })
-    expect(worker.paths).toEqual(['/instances/job/main'])
-    await worker.until(() => client.connected, 'connected')
+    expect(await h.worker.frame('hello')).toEqual({ type: 'hello', token: 'secret-token' })
+    expect(h.worker.paths).toEqual(['/instances/job/main'])
+    await h.worker.until(() => client.connected, 'connected')
     expect(client.role).toBe('source')
 
-    worker.push({ type: 'get-state', migrationId: 'm1' })
-    expect(await worker.frame('state')).toEqual({ type: 'state', payload: { position: 41, migrationId: 'm1' } })
+    h.worker.push({ type: 'get-state', migrationId: 'm1' })
+    expect(await h.worker.frame('state')).toEqual({ type: 'state', payload: { position: 41, migrationId: 'm1' } })
     expect(client.migrationId).toBe('m1')
-    worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: { at: 42 } })
-    expect(await worker.frame('source-stopped-output')).toEqual({ type: 'source-stopped-output', payload: { stoppedAt: 42 } })
+    h.worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: { at: 42 } })
+    expect(await h.worker.frame('source-stopped-output')).toEqual({ type: 'source-stopped-output', payload: { stoppedAt: 42 } })
 
     client.close()
-    expect(await worker.until(() => worker.closes[0], 'the close')).toEqual({ code: 1000, reason: 'job closing' })
+    expect(await h.worker.until(() => h.worker.closes[0], 'the close')).toEqual({ code: 1000, reason: 'job closing' })
     expect(client.connected).toBe(false)
-    expect(worker.raw.map((text) => JSON.parse(text).type)).toEqual(['hello', 'state', 'source-stopped-output'])
+    expect(h.worker.raw.map((text) => JSON.parse(text).type)).toEqual(['hello', 'state', 'source-stopped-output'])
   })
 
   test('a target takes over: initial state, ready, apply, applied', async () => {
-    worker.ackMigration = 'm1'
+    h.worker.ackMigration = 'm1'
     let adopted: unknown
     const client: MigrationClient = connect({
       onInitialState(payload) {
@@ -78,68 +58,63 @@ describe("opts.WebSocket = ws's WebSocket", () => {
         client.reportApplied()
       },
     })
-    await worker.until(() => client.connected, 'connected')
+    await h.worker.until(() => client.connected, 'connected')
     expect(client.role).toBe('target')
     expect(client.migrationId).toBe('m1')
 
-    worker.push({ type: 'initial-state', migrationId: 'm1', payload: { position: 41, name: 'Ærø ✓' } })
-    expect(await worker.frame('target-ready')).toEqual({ type: 'target-ready', payload: { readyAt: 100 } })
+    h.worker.push({ type: 'initial-state', migrationId: 'm1', payload: { position: 41, name: 'Ærø ✓' } })
+    expect(await h.worker.frame('target-ready')).toEqual({ type: 'target-ready', payload: { readyAt: 100 } })
     expect(adopted).toEqual({ position: 41, name: 'Ærø ✓' })
-    worker.push({ type: 'cutover-apply', migrationId: 'm1', payload: { stoppedAt: 42 } })
-    expect(await worker.frame('target-applied')).toEqual({ type: 'target-applied' })
+    h.worker.push({ type: 'cutover-apply', migrationId: 'm1', payload: { stoppedAt: 42 } })
+    expect(await h.worker.frame('target-applied')).toEqual({ type: 'target-applied' })
   })
 
   test('reconnects after the worker closes the socket, and sends the held report after the new hello-ack', async () => {
-    worker.ackMigration = 'm1'
+    h.worker.ackMigration = 'm1'
     const client = connect({})
-    await worker.until(() => client.connected, 'connected')
+    await h.worker.until(() => client.connected, 'connected')
 
-    worker.autoAck = false // the next connection waits for our ack, so the report below is held
-    worker.socket.close(1012, 'worker restarting')
-    await worker.frame('hello', 2)
+    h.worker.autoAck = false // the next connection waits for our ack, so the report below is held
+    h.worker.socket.close(1012, 'worker restarting')
+    await h.worker.frame('hello', 2)
     expect(client.connected).toBe(false)
-    expect(logs).toContain('socket closed (1012 worker restarting)')
+    expect(h.logs).toContain('socket closed (1012 worker restarting)')
     client.reportReady({ at: 1 })
     client.reportReady({ at: 2 })
-    expect(worker.of('target-ready')).toEqual([])
+    expect(h.worker.of('target-ready')).toEqual([])
 
-    worker.push({ type: 'hello-ack', migration: { id: 'm1', side: 'target' } })
-    expect(await worker.frame('target-ready')).toEqual({ type: 'target-ready', payload: { at: 2 } })
+    h.worker.push({ type: 'hello-ack', migration: { id: 'm1', side: 'target' } })
+    expect(await h.worker.frame('target-ready')).toEqual({ type: 'target-ready', payload: { at: 2 } })
     expect(client.connected).toBe(true)
-    expect(worker.raw.map((text) => JSON.parse(text).type)).toEqual(['hello', 'hello', 'target-ready'])
-    expect(worker.connections).toHaveLength(2)
+    expect(h.worker.raw.map((text) => JSON.parse(text).type)).toEqual(['hello', 'hello', 'target-ready'])
+    expect(h.worker.connections).toHaveLength(2)
     expect(client.role).toBe('target')
   })
 
   test('reconnects after the connection drops without a close frame', async () => {
     const client = connect({})
-    await worker.until(() => client.connected, 'connected')
-    worker.socket.terminate()
-    await worker.frame('hello', 2)
-    expect(logs).toContain('socket closed (1006)')
-    await worker.until(() => client.connected, 'reconnected')
+    await h.worker.until(() => client.connected, 'connected')
+    h.worker.socket.terminate()
+    await h.worker.frame('hello', 2)
+    expect(h.logs).toContain('socket closed (1006)')
+    await h.worker.until(() => client.connected, 'reconnected')
   })
 
   test('a binary frame from the worker is handled like a text frame', async () => {
     const client: MigrationClient = connect({ onCutoverReady: (payload) => client.reportStoppedOutput(payload) })
-    await worker.until(() => client.connected, 'connected')
-    worker.socket.send(Buffer.from(JSON.stringify({ type: 'cutover-ready', migrationId: 'm1', payload: { city: 'Ærøskøbing ✓' } })), {
+    await h.worker.until(() => client.connected, 'connected')
+    h.worker.socket.send(Buffer.from(JSON.stringify({ type: 'cutover-ready', migrationId: 'm1', payload: { city: 'Ærøskøbing ✓' } })), {
       binary: true,
     })
-    expect(await worker.frame('source-stopped-output')).toEqual({ type: 'source-stopped-output', payload: { city: 'Ærøskøbing ✓' } })
+    expect(await h.worker.frame('source-stopped-output')).toEqual({ type: 'source-stopped-output', payload: { city: 'Ærøskøbing ✓' } })
   })
 
   test('a worker that is not listening yet is retried until it is', async () => {
-    const port = worker.port
-    await worker.close()
-    const client = connectMigration({}, { NORSK_WORKER_WS_URL: `ws://127.0.0.1:${port}/instances/job/main`, NORSK_WORKER_TOKEN: 't' }, {
-      WebSocket: Socket,
-      log: (line) => logs.push(line),
-      reconnectMinMs: 20,
-      reconnectMaxMs: 40,
-    })
-    clients.push(client)
-    await until(() => logs.filter((line) => line === 'socket error; will reconnect').length >= 2, 'two refused attempts')
+    const port = h.worker.port
+    await h.worker.close()
+    const env = { NORSK_WORKER_WS_URL: `ws://127.0.0.1:${port}/instances/job/main`, NORSK_WORKER_TOKEN: 't' }
+    const client = h.connect({}, { WebSocket: Socket, reconnectMaxMs: 40 }, env)
+    await until(() => h.logs.filter((line) => line === 'socket error; will reconnect').length >= 2, 'two refused attempts')
     // Now a worker on that port: a bare `ws` server that acknowledges the hello.
     const late = new WebSocketServer({ host: '127.0.0.1', port })
     late.on('connection', (ws) => ws.on('message', () => ws.send(JSON.stringify({ type: 'hello-ack' }))))
@@ -150,7 +125,7 @@ describe("opts.WebSocket = ws's WebSocket", () => {
       for (const ws of late.clients) ws.terminate()
       await new Promise<void>((resolve) => late.close(() => resolve()))
     }
-    worker = await ScriptedWorker.start()
+    h.worker = await ScriptedWorker.start()
   })
 })
 
@@ -200,32 +175,32 @@ const logLines = (p: Product) => p.said.flatMap((s) => (typeof s.log === 'string
 
 describe.skipIf(!canRunGlobal)("the runtime's global WebSocket in a product process", () => {
   test('hands over as a source, decodes a binary frame, reconnects after a server close, and exits after close()', async () => {
-    const product = startProduct(worker.env())
-    expect(await worker.frame('hello')).toEqual({ type: 'hello', token: 'secret-token' })
+    const product = startProduct(h.worker.env())
+    expect(await h.worker.frame('hello')).toEqual({ type: 'hello', token: 'secret-token' })
     await until(() => product.said.some((s) => s.connected === 'source'), 'connected as source')
 
-    worker.push({ type: 'get-state', migrationId: 'm1' })
-    expect(await worker.frame('state')).toEqual({ type: 'state', payload: { position: 41, migrationId: 'm1' } })
+    h.worker.push({ type: 'get-state', migrationId: 'm1' })
+    expect(await h.worker.frame('state')).toEqual({ type: 'state', payload: { position: 41, migrationId: 'm1' } })
     // Binary: undici would deliver a Blob unless the client asks for ArrayBuffers.
-    worker.socket.send(Buffer.from(JSON.stringify({ type: 'cutover-ready', migrationId: 'm1', payload: { at: 'Ærø ✓' } })), {
+    h.worker.socket.send(Buffer.from(JSON.stringify({ type: 'cutover-ready', migrationId: 'm1', payload: { at: 'Ærø ✓' } })), {
       binary: true,
     })
-    expect(await worker.frame('source-stopped-output')).toEqual({ type: 'source-stopped-output', payload: { at: 'Ærø ✓' } })
+    expect(await h.worker.frame('source-stopped-output')).toEqual({ type: 'source-stopped-output', payload: { at: 'Ærø ✓' } })
 
-    worker.socket.close(1012, 'worker restarting')
-    await worker.connectionCount(2)
-    await worker.frame('hello', 2)
+    h.worker.socket.close(1012, 'worker restarting')
+    await h.worker.connectionCount(2)
+    await h.worker.frame('hello', 2)
     await until(() => product.said.filter((s) => s.connected === 'source').length === 2, 'reconnected')
     expect(logLines(product)).toContain('socket closed (1012 worker restarting)')
 
     product.child.stdin.write('close\n')
-    expect(await worker.until(() => worker.closes[1], 'the close')).toEqual({ code: 1000, reason: 'job closing' })
+    expect(await h.worker.until(() => h.worker.closes[1], 'the close')).toEqual({ code: 1000, reason: 'job closing' })
     expect(await product.exited).toBe(0)
   })
 
   test('a worker that refuses connections is retried until it listens', async () => {
-    const port = worker.port
-    await worker.close()
+    const port = h.worker.port
+    await h.worker.close()
     const product = startProduct({ NORSK_WORKER_WS_URL: `ws://127.0.0.1:${port}/instances/job/main`, NORSK_WORKER_TOKEN: 't' })
     await until(() => logLines(product).filter((l) => l === 'socket error; will reconnect').length >= 2, 'two refused attempts')
     const late = new WebSocketServer({ host: '127.0.0.1', port })
@@ -238,6 +213,6 @@ describe.skipIf(!canRunGlobal)("the runtime's global WebSocket in a product proc
       for (const ws of late.clients) ws.terminate()
       await new Promise<void>((resolve) => late.close(() => resolve()))
     }
-    worker = await ScriptedWorker.start()
+    h.worker = await ScriptedWorker.start()
   })
 })

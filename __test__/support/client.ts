@@ -1,4 +1,4 @@
-// Shared set-up for the native client's tests: a scripted worker per test, clients that are
+// Shared set-up for the client's tests (either build): a scripted worker per test, clients that are
 // closed after it, and the log lines they wrote.
 import { afterEach, beforeEach } from 'vitest'
 import { connectMigration, type ConnectMigrationOptions, type MigrationClient, type MigrationHandlers } from '@norskvideo/ctl-migration'
