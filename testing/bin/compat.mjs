@@ -4,14 +4,13 @@
 // worker: initial-state → target-ready, then (when the saved handover got that far) the source's
 // stopped position in cutover-apply → target-applied. A line per state; exit 0 when it adopted
 // every one.
-import { writeFileSync } from 'node:fs'
 import { startTestWorker } from '../lib/testing.mjs'
 import { Product } from '../lib/product.js'
 import { renderCompatJunit } from './junit.mjs'
 import { shown } from './options.mjs'
 import { readStates } from './states.mjs'
 import { createView } from './view.mjs'
-import { EXIT, INTERRUPT_GRACE_MS, RETIRE_GRACE_MS, onInterrupt, stopAll } from './exits.mjs'
+import { EXIT, INTERRUPT_GRACE_MS, RETIRE_GRACE_MS, onInterrupt, stopAll, writeOutputs } from './exits.mjs'
 
 /** @typedef {import('./options.mjs').CompatOptions} CompatOptions */
 /** @typedef {import('./states.mjs').SavedState} SavedState */
@@ -52,15 +51,8 @@ export async function compatCommand(options) {
   const ok = !interrupted && results.length > 0 && results.every((r) => r.ok)
   /** @type {import('./document.mjs').CompatDocument} */
   const document = { ok, ...(interrupted ? { interrupted } : {}), command, states: options.states, results }
-  if (options.junit !== undefined) {
-    try {
-      writeFileSync(options.junit, renderCompatJunit(document))
-      view.event('ctl-migration', `JUnit file written to ${options.junit}`)
-    } catch (e) {
-      view.failure(`could not write the JUnit file to ${options.junit}: ${e instanceof Error ? e.message : String(e)}`)
-      document.ok = false
-    }
-  }
+  if (!writeOutputs(view, [[options.junit, 'JUnit file', () => renderCompatJunit(document)]])) document.ok = false
+
   view.compatSummary(document)
   view.done()
   if (options.json) process.stdout.write(`${JSON.stringify(document, null, 2)}\n`)

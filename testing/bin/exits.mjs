@@ -1,5 +1,6 @@
 // How the commands that run products (handover, replay, compat) end: their exit codes, the grace a
-// product gets to stop, and Ctrl-C (SIGINT) or SIGTERM part-way.
+// product gets to stop, Ctrl-C (SIGINT) or SIGTERM part-way, and the files they write at the end.
+import { writeFileSync } from 'node:fs'
 import { running, signalGroup } from '../lib/product.js'
 
 /** How long a retired instance has between SIGTERM and SIGKILL, as the worker gives it. */
@@ -51,4 +52,25 @@ export function onInterrupt(run, view, report) {
       if (report) void stopped.then(() => report(signal)).then((status) => process.stdout.write('', () => process.exit(status)))
     })
   }
+}
+
+/**
+ * Writes each file asked for (`--report`, `--junit`: undefined when not), saying so, or saying why
+ * not; returns whether every one was written.
+ * @param {import('./view.mjs').View} view
+ * @param {Array<[file: string | undefined, what: string, render: () => string]>} outputs
+ */
+export function writeOutputs(view, outputs) {
+  let written = true
+  for (const [file, what, render] of outputs) {
+    if (file === undefined) continue
+    try {
+      writeFileSync(file, render())
+      view.event('ctl-migration', `${what} written to ${file}`)
+    } catch (e) {
+      view.failure(`could not write the ${what} to ${file}: ${e instanceof Error ? e.message : String(e)}`)
+      written = false
+    }
+  }
+  return written
 }

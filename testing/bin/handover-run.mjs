@@ -2,7 +2,6 @@
 // worker does (runHandover), under the faults asked for, between one build or two (`--to`), with
 // the states they hand over saved (`--save-states`); and, whatever happens, its summary, JSON
 // document, report and JUnit file.
-import { writeFileSync } from 'node:fs'
 import { renderJunit } from './junit.mjs'
 import { renderReport } from './report.mjs'
 import { createView } from './view.mjs'
@@ -11,7 +10,7 @@ import { shown } from './options.mjs'
 import { HandoverError, runHandover, startTestWorker } from '../lib/testing.mjs'
 import { CUTOVER_STEPS, HANDOVER_STEPS as STEPS, FAULT_KINDS, seededRandom } from '../lib/steps.js'
 import { Product } from '../lib/product.js'
-import { EXIT, RETIRE_GRACE_MS, onInterrupt, stopAll } from './exits.mjs'
+import { EXIT, RETIRE_GRACE_MS, onInterrupt, stopAll, writeOutputs } from './exits.mjs'
 
 /** @typedef {import('../lib/testing.js').HandoverFault} HandoverFault */
 /** @typedef {import('../lib/testing.js').HandoverTimeline} HandoverTimeline */
@@ -112,21 +111,13 @@ function finish(run, status) {
     violations: worker.violations.map(({ seq: _seq, ...v }) => v),
     ...(run.neverConnected ? { failure: run.neverConnected } : {}),
   }
-  /** @type {Array<[string | undefined, string, () => string]>} */
-  const outputs = [
+  const written = writeOutputs(view, [
     [options.report, 'report', () => renderReport(document, shown(options.command))],
     [options.junit, 'JUnit file', () => renderJunit(document, shown(options.command))],
-  ]
-  for (const [file, what, render] of outputs) {
-    if (file === undefined) continue
-    try {
-      writeFileSync(file, render())
-      view.event('ctl-migration', `${what} written to ${file}`)
-    } catch (e) {
-      view.failure(`could not write the ${what} to ${file}: ${e instanceof Error ? e.message : String(e)}`)
-      if (status === EXIT.ok) status = EXIT.failed
-      document.ok = false
-    }
+  ])
+  if (!written) {
+    if (status === EXIT.ok) status = EXIT.failed
+    document.ok = false
   }
   view.summary(document)
   view.done()

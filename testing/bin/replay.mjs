@@ -2,14 +2,13 @@
 // recorder's files, read by lib/recording.js) against a product, with the recorded gaps, drops and
 // closes, and compares each frame the product sends with the one it sent then; the first that
 // differs ends the run. Its summary, JSON document, report and JUnit file, whatever happens.
-import { writeFileSync } from 'node:fs'
 import { basename } from 'node:path'
 import { payloadJson } from '@norskvideo/ctl-migration/internal/addon'
 import { renderReplayJunit } from './junit.mjs'
 import { renderReport } from './report.mjs'
 import { createView } from './view.mjs'
 import { shown } from './options.mjs'
-import { EXIT, RETIRE_GRACE_MS, onInterrupt, stopAll } from './exits.mjs'
+import { EXIT, RETIRE_GRACE_MS, onInterrupt, stopAll, writeOutputs } from './exits.mjs'
 import { startTestWorker } from '../lib/testing.mjs'
 import { HANDOVER, SENDERS, FORWARDS } from '../lib/steps.js'
 import { instanceOf, sameInstance } from '../lib/instances.js'
@@ -78,7 +77,7 @@ export async function replayCommand(options) {
   /** @param {ReplayDocument} document @param {number} status */
   const finish = (document, status) => {
     run.finished = true
-    writeOutputs(options, view, document, players, script, started)
+    writeFiles(options, view, document, players, script, started)
     view.done()
     if (options.json) process.stdout.write(`${JSON.stringify(document, null, 2)}\n`)
     return status
@@ -367,23 +366,13 @@ function documentOf(worker, players, compared) {
  * @param {ReplayOptions} options @param {import('./view.mjs').View} view @param {ReplayDocument} document
  * @param {Player[]} players @param {Cue[]} script @param {number} started
  */
-function writeOutputs(options, view, document, players, script, started) {
+function writeFiles(options, view, document, players, script, started) {
   const command = shown(options.command)
-  /** @type {Array<[string | undefined, string, () => string]>} */
-  const outputs = [
+  const written = writeOutputs(view, [
     [options.report, 'report', () => renderReport({ ok: document.ok, handovers: sideBySide(players, script, started, document), violations: [] }, `replay ${options.recordings.map((r) => r.file).join(' ')} -- ${command}`)],
     [options.junit, 'JUnit file', () => renderReplayJunit(document, command)],
-  ]
-  for (const [file, what, render] of outputs) {
-    if (file === undefined) continue
-    try {
-      writeFileSync(file, render())
-      view.event('ctl-migration', `${what} written to ${file}`)
-    } catch (e) {
-      view.failure(`could not write the ${what} to ${file}: ${e instanceof Error ? e.message : String(e)}`)
-      document.ok = false
-    }
-  }
+  ])
+  if (!written) document.ok = false
 }
 
 /**
