@@ -1,9 +1,8 @@
 'use strict'
 // The flight recorder's file (docs/recording.md). The driver writes the recording's lines
-// (crates/driver/src/record.rs) and says when it has some; this takes them once the current
-// event is done with, or a little later (FLUSH_MS) if it wrote less than that ago, has `opts.redact` rewrite their payloads
-// (./redaction.js) and appends them to the file, one write at a time: recording never delays a
-// frame. The file is bounded: past `maxBytes` the oldest migration's lines go first, then the
+// (crates/driver/src/record.rs) and says when it has some; this takes them a little later
+// (FLUSH_MS), has `opts.redact` rewrite their payloads (./redaction.js) and appends them to the
+// file, one write at a time: recording never delays a frame. The file is bounded: past `maxBytes` the oldest migration's lines go first, then the
 // oldest lines, and the file is rewritten from what is kept in memory (at most `maxBytes`). A
 // directory that cannot be written, or a full disk, is one log line, and the client carries on
 // without its recording.
@@ -13,10 +12,10 @@ const { describe } = require('./values.js')
 const { redaction } = require('./redaction.js')
 
 const FORMAT = 1
-/** How long lines wait to be written with those that follow them, at most, when the last write
- *  was less than this ago; otherwise they are written as soon as the current event is done
- *  with. An asynchronous write costs 0.1–0.2 ms of CPU (the thread pool's wake-ups), so a
- *  client busy with frames writes at most 20 times a second. */
+/** How long lines wait to be written with those that follow them. An asynchronous write costs
+ *  0.1–0.2 ms of CPU (the thread pool's wake-ups): a client busy with frames writes at most 20
+ *  times a second, and a handover's round trip is over before its lines are written, not slowed
+ *  by the write. */
 const FLUSH_MS = 50
 /** How far below its bound a file that reached it is trimmed: rewriting it then copies about
  *  a byte for each byte recorded since. */
@@ -115,9 +114,8 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   let kept = []
   let size = Buffer.byteLength(header) + 1
   let dropped = { t: 0, count: 0 }
-  /** @type {ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | undefined} */
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
   let flushTimer
-  let lastFlush = -Infinity
   let failed = false
   let closed = false
   /** @type {number | undefined} the file's descriptor */
@@ -161,8 +159,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   }
 
   function clearFlush() {
-    clearTimeout(/** @type {any} */ (flushTimer))
-    clearImmediate(/** @type {any} */ (flushTimer))
+    clearTimeout(flushTimer)
     flushTimer = undefined
   }
 
@@ -275,7 +272,6 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   /** Takes the driver's lines and writes them. */
   function flush() {
     flushTimer = undefined
-    lastFlush = performance.now()
     // Taken even when nothing is written any more: the driver must not hold them.
     const bytes = take()
     if (failed) return
@@ -311,8 +307,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     /** The driver has lines, for the first time since they were last taken. */
     recorded() {
       if (flushTimer !== undefined) return
-      const wait = lastFlush + FLUSH_MS - performance.now()
-      flushTimer = wait <= 0 ? setImmediate(flush) : setTimeout(flush, wait)
+      flushTimer = setTimeout(flush, FLUSH_MS)
       // The process need not wait for it: at exit, what is left is written there and then.
       flushTimer.unref?.()
     },
