@@ -357,12 +357,13 @@ fn carry_out<S>(state: &mut State<S>, mut out: Vec<Output>, caller: Caller) -> J
         for output in out.drain(..) {
             match output {
                 Output::Open => {
-                    retire(state);
+                    retire(state, false);
                     // The receiver lives as long as the task; after it ends there is nothing
                     // to do.
                     let _ = state.control.send(Control::Open);
                 }
-                Output::Close { .. } => retire(state),
+                // Only the product's close has a code.
+                Output::Close { code, .. } => retire(state, code.is_some()),
                 Output::SetTimer { .. } => timer_moved = true,
                 other => js.push(other),
             }
@@ -408,11 +409,12 @@ fn carry_out<S>(state: &mut State<S>, mut out: Vec<Output>, caller: Caller) -> J
 
 /// The driver ended the connection (or is starting another): the stream goes to the task,
 /// which ends it as it deserves. With what the driver wrote last still to go (a close frame,
-/// the reply to the worker's) it is written, and the worker's end awaited; a stream the driver
-/// gave up on, or whose worker took nothing, is dropped.
-fn retire<S>(state: &mut State<S>) {
+/// the reply to the worker's) it is written, and the worker's end awaited; so is everything a
+/// waiting write had not written yet when the product closes (`product_close`). A stream the
+/// driver gave up on, or whose worker took nothing, is dropped.
+fn retire<S>(state: &mut State<S>, product_close: bool) {
     let unsent = std::mem::take(&mut state.unsent);
-    let gone = state.write_blocked;
+    let gone = state.write_blocked && !product_close;
     // A connect under way is called off too.
     let stream = state.end_connection();
     let last_words = (!gone && !unsent.is_empty()).then_some(unsent);

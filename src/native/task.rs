@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 use tungstenite::error::Error as WsError;
 
 /// Work the connection task does for the driver, in the order the driver asked for it.
@@ -78,6 +79,8 @@ pub(super) async fn drive<S: JsSink>(
     url: String,
 ) {
     let mut connecting: Option<Connecting> = None;
+    // Streams the driver is done with, being ended.
+    let mut ending = JoinSet::new();
     let mut timer = Timer::new(lock(&state).epoch);
 
     loop {
@@ -95,7 +98,9 @@ pub(super) async fn drive<S: JsSink>(
                     Control::End(stream) => {
                         connecting = None;
                         if let Some((stream, Some(last_words))) = stream {
-                            end_stream(stream, last_words).await;
+                            // Beside the client's other work: its timer and its next
+                            // connection do not wait for the worker's end.
+                            ending.spawn(end_stream(stream, last_words));
                         }
                     }
                     Control::Wake => {}
@@ -115,6 +120,7 @@ pub(super) async fn drive<S: JsSink>(
                 Ok(()) => feed(&state, Input::StreamWriteDone),
                 Err(error) => stream_failed(&state, &WsError::Io(error).to_string()),
             },
+            Some(_) = ending.join_next(), if !ending.is_empty() => {}
             delivery = next_read(&state) => {
                 if let Some(delivery) = delivery {
                     delivery.deliver();
@@ -138,13 +144,14 @@ pub(super) async fn drive<S: JsSink>(
         }
 
         // Finished, with nothing left to do: a stream the driver ended may still be on its way
-        // here, to be closed properly.
+        // here, or being ended, to be closed properly.
         let done = {
             let state = lock(&state);
             connecting.is_none()
                 && state.stream.is_none()
                 && state.driver.core().is_finished()
                 && control.is_empty()
+                && ending.is_empty()
         };
         if done {
             break;

@@ -592,3 +592,34 @@ fn the_task_closes_properly_a_stream_the_driver_ended_before_it_looked() -> Outc
     assert!(lock(&state).js.is_none());
     Ok(())
 }
+
+#[test]
+fn a_product_close_while_a_write_waits_still_sends_what_waited_then_the_close() -> Outcome {
+    let rt = runtime()?;
+    let (mut state, mut rx, worker) = connected_js_reading(&rt)?;
+    // Reports until the worker, which is not reading, leaves one in the client's buffer.
+    let mut sent = 0;
+    while !state.write_blocked {
+        sent += 1;
+        let report = ready(&format!("\"{sent}-{}\"", "0".repeat(60_000)));
+        let _ = state.handle(report, Caller::JavaScript);
+    }
+    let _ = state.handle(Input::Product(ProductCall::Close), Caller::JavaScript);
+    let (stream, last_words) = ended(&mut rx).or_fail("the stream to end")?;
+    let last_words = last_words.or_fail("what waited, and the close frame")?;
+    let reader = std::thread::spawn(move || -> Outcome<(usize, u16)> {
+        let mut worker = worker;
+        let mut texts = 0;
+        loop {
+            match worker.read().or_fail("the client's frames")? {
+                Message::Text(_) => texts += 1,
+                Message::Close(Some(frame)) => return Ok((texts, u16::from(frame.code))),
+                _ => {}
+            }
+        }
+    });
+    rt.block_on(task::end_stream(stream, last_words));
+    let (texts, code) = reader.join().or_fail("the worker's thread")??;
+    assert_eq!((texts, code), (sent, 1000), "every report, then the close");
+    Ok(())
+}
