@@ -59,6 +59,27 @@ test("a migration's two recordings replay together, two product processes: exit 
   expect(json(run)).toMatchObject({ ok: true, framesCompared: 6, recordings: [{ side: 'source' }, { side: 'target' }] })
 })
 
+test("two recordings of different migrations: exit 2 at once, saying whose target and what the source was asked", async () => {
+  const started = performance.now()
+  const run = await replay(['replay/source.ndjson', 'replay/target-other.ndjson'])
+  expect(run.code).toBe(2)
+  expect(run.stderr).toMatch(/^ctl-migration: not one migration: target-other.ndjson is the target of m-2; source.ndjson was asked for m-1 only$/m)
+  expect(performance.now() - started).toBeLessThan(5_000)
+})
+
+test('a recorded gap over 5 s is announced before it is waited, suggesting --as-fast', async () => {
+  // source.ndjson with its get-state (and all after it) 6 s later.
+  const lines = readFileSync(new URL('fixtures/replay/source.ndjson', import.meta.url), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+  const file = join(tempDir('replay-'), 'slow.ndjson')
+  writeFileSync(file, lines.map((e) => JSON.stringify(e.t >= 100 ? { ...e, t: e.t + 6_000 } : e)).join('\n'))
+  const marker = randomUUID()
+  const { child, run, done } = start(['replay', file, '--', 'node', 'replay/product.mjs', marker], {}, undefined, BIN)
+  await expect.poll(() => run.stdout, { timeout: 5_000 }).toMatch(/the next event was recorded 6\.1 s later: waiting \(--as-fast skips gaps\)/)
+  process.kill(-child.pid!, 'SIGINT')
+  expect((await done).code).toBe(130)
+  expect(productsWith('replay/product.mjs', marker)).toEqual([])
+})
+
 test('against the mutant: exit 1 at source-stopped-output, payload.last, expected and got, in one line of 80 columns', async () => {
   const run = await replay(['replay/source.ndjson'], { mutant: true })
   expect(run.code).toBe(1)

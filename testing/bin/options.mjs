@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse as parseShell } from 'shell-quote'
 import { HANDOVER_STEPS as STEPS, FAULT_KINDS, isFaultKind, isHandoverStep } from '../lib/steps.js'
-import { isPath, readRecording, scriptOf, RecordingError } from '../lib/recording.js'
+import { isPath, pairOf, readRecording, RecordingError } from '../lib/recording.js'
 
 /** @typedef {import('../lib/testing.js').HandoverFault} HandoverFault */
 /**
@@ -208,8 +208,7 @@ function replayOptions(values, files, command) {
   const badPath = ignore.find((p) => !isPath(p))
   if (badPath !== undefined) throw new UsageError(`--ignore ${badPath}: a path names a frame's field as a recording does: payload.at, payload.list[2], payload["odd key"]`)
   try {
-    const recordings = files.map((file) => readRecording(file, readText(file)))
-    scriptOf(recordings)
+    const recordings = pairOf(files.map((file) => readRecording(file, readText(file))))
     return { recordings, command, speed, ignore, json: values.json === true, report: writable('--report', /** @type {string | undefined} */ (values.report)), junit: writable('--junit', /** @type {string | undefined} */ (values.junit)) }
   } catch (e) {
     if (e instanceof RecordingError) throw new UsageError(e.message)

@@ -45,6 +45,8 @@ import { Product, signalGroup } from '../lib/product.js'
 
 /** A wait for the product: the recorded gap four times over, and at least this. */
 const MIN_WAIT_MS = 5_000
+/** A recorded gap longer than this, at the replay's speed, is announced before it is waited. */
+const LONG_GAP_MS = 5_000
 /** A recorded close the simulator cannot send (1005, 1006, 1015: no close frame) is a drop. */
 const SENDABLE_CLOSE = (/** @type {number} */ code) => (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999)
 /** A close frame's reason fits in 123 bytes. */
@@ -108,6 +110,8 @@ export async function replayCommand(options) {
       const wait = { gapMs, timeoutMs: Math.max(MIN_WAIT_MS, 4 * gapMs) }
       const freeze = p.recording.freezes.get(cue.event?.line ?? 0)
       if (freeze !== undefined) kit.freezeAfter(p.instance, freeze)
+      const played = !cue.event || !['sent', 'opened', 'close'].includes(cue.event.kind)
+      if (played && gapMs / speed > LONG_GAP_MS) view.event('ctl-migration', `the next event was recorded ${(gapMs / 1000).toFixed(1)} s later: waiting (--as-fast skips gaps)`)
       if (!cue.event) {
         await pause(kit, anchor.at + gapMs / speed)
         p.product = launch(view, p, options.command)

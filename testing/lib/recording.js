@@ -5,6 +5,7 @@
 // frame the product sent now with the one it sent then. No I/O, no clock: bin/replay.mjs plays it.
 // A field's path is written as the recorder writes it (the client's lib/client/json-path.js).
 
+const { basename } = require('node:path')
 const { pathKeys, pathStep } = require('@norskvideo/ctl-migration/internal/addon')
 
 /** The format this replay reads. */
@@ -23,7 +24,12 @@ class RecordingError extends Error {}
  *   code?: number, reason?: string, redacted?: string[], line: number }} RecordedEvent
  * @typedef {{ kind: 'header', format: number, wallClock: string, url?: string, env?: Record<string, string>, [key: string]: unknown }} Header
  * @typedef {{ file: string, header: Header, anchorMs: number, events: RecordedEvent[], side: 'source' | 'target',
- *   migrationId: string | undefined, skipped: string[], freezes: Map<number, number> }} Recording
+ *   migrationId: string | undefined, asked: string[], skipped: string[], freezes: Map<number, number>,
+ *   cut?: { line: number, migrations: number }, cutShort?: { line: number } }} Recording
+ *   `side`: the instance's side in the migration replayed (a target launched for `migrationId`
+ *   may be a later migration's source); `asked`: the migrations its get-states named;
+ *   `cut`: where the recorder first dropped migrations to stay within its bound, and how many in
+ *   all; `cutShort`: its last line, cut short mid-write (the client was killed)
  *   `freezes`: by the line of the event to play it before (0: the launch), how many frames the
  *   connection reads before it is frozen (see unanswered())
  * @typedef {{ atMs: number, recording: Recording, event: RecordedEvent | undefined }} Cue a launch (no event) or an event, at its wall time
@@ -43,17 +49,25 @@ function readRecording(file, text) {
   /** Every event, pings and pongs too. @type {RecordedEvent[]} */
   const all = []
   const skipped = []
+  /** @type {{ line: number, migrations: number } | undefined} */
+  let cut
+  /** @type {{ line: number } | undefined} */
+  let cutShort
   for (let i = 1; i < lines.length; i++) {
     const event = objectOf(lines[i])
     if (!event || typeof event.t !== 'number' || typeof event.kind !== 'string') {
       // A client killed mid-write leaves its last line cut short: the rest is still a recording.
       if (i === lines.length - 1) {
         skipped.push(`line ${i + 1}, cut short`)
+        cutShort = { line: i + 1 }
         continue
       }
       throw new RecordingError(`${file}:${i + 1}: not an event (a JSON object with a number t and a kind)`)
     }
-    if (event.kind === 'dropped-migrations') skipped.push(`line ${i + 1}: the recorder dropped ${event.count} migration(s) here to stay within its bound`)
+    if (event.kind === 'dropped-migrations') {
+      skipped.push(`line ${i + 1}: the recorder dropped ${event.count} migration(s) here to stay within its bound`)
+      cut = { line: cut?.line ?? i + 1, migrations: (cut?.migrations ?? 0) + (Number(event.count) || 0) }
+    }
     const recorded = { .../** @type {Omit<RecordedEvent, 'line'> & { number?: number }} */ (event), line: i + 1 }
     all.push(recorded)
     if (PLAYED.has(event.kind)) events.push(recorded)
@@ -62,7 +76,20 @@ function readRecording(file, text) {
   const acked = /** @type {{ id?: unknown } | undefined} */ (ack?.migration)?.id
   const named = header.env?.NORSK_MIGRATION_ID ?? (typeof acked === 'string' ? acked : undefined)
   const side = named === undefined ? 'source' : 'target'
-  return { file, header: /** @type {Header} */ (header), anchorMs, events, side, migrationId: named, skipped, freezes: unanswered(all) }
+  const asked = [...new Set(events.flatMap((e) => (e.kind === 'recv' && e.frame?.type === 'get-state' && typeof e.frame.migrationId === 'string' ? [e.frame.migrationId] : [])))]
+  return {
+    file,
+    header: /** @type {Header} */ (header),
+    anchorMs,
+    events,
+    side,
+    migrationId: named,
+    asked,
+    skipped,
+    freezes: unanswered(all),
+    ...(cut ? { cut } : {}),
+    ...(cutShort ? { cutShort } : {}),
+  }
 }
 
 /**
@@ -98,13 +125,28 @@ function objectOf(line) {
   }
 }
 
-/** One or two recordings (a migration's source and target) as one script: each product's launch
- *  at its header's wall clock, then its events, in the order the worker saw them.
+/**
+ * Two recordings as one migration's source and target, each with its side in it: the target is
+ * the instance launched for a migration the other was asked its state for (a get-state naming
+ * it), whatever else either was before or after (a --repeat's target is the next one's source).
+ * Two files of different migrations are a usage error, not a wait for frames that never come.
+ * @param {Recording[]} recordings @returns {Recording[]}
+ */
+function pairOf(recordings) {
+  if (recordings.length !== 2) return recordings
+  const [a, b] = recordings
+  if (b.migrationId !== undefined && a.asked.includes(b.migrationId)) return [{ ...a, side: 'source' }, { ...b, side: 'target' }]
+  if (a.migrationId !== undefined && b.asked.includes(a.migrationId)) return [{ ...a, side: 'target' }, { ...b, side: 'source' }]
+  if (a.migrationId === undefined && b.migrationId === undefined) throw new RecordingError(`${basename(a.file)} and ${basename(b.file)} are both sources: replay takes one migration's source and target`)
+  const [target, other] = b.migrationId === undefined ? [a, b] : [b, a]
+  const otherAsked = other.asked.length ? `was asked for ${other.asked.join(', ')} only` : 'was asked for no state'
+  throw new RecordingError(`not one migration: ${basename(target.file)} is the target of ${target.migrationId}; ${basename(other.file)} ${otherAsked}`)
+}
+
+/** One or two recordings (a migration's source and target, as pairOf() gives them) as one script:
+ *  each product's launch at its header's wall clock, then its events, in the order the worker saw them.
  *  @param {Recording[]} recordings @returns {Cue[]} */
 function scriptOf(recordings) {
-  if (recordings.length === 2 && recordings[0].side === recordings[1].side) {
-    throw new RecordingError(`${recordings[0].file} and ${recordings[1].file} are both a migration's ${recordings[0].side}: two files replay together as one migration's source and target`)
-  }
   /** @type {Cue[]} */
   const cues = recordings.flatMap((recording) => [
     { atMs: recording.anchorMs, recording, event: undefined },
@@ -177,4 +219,4 @@ function withValuesOf(frame, paths, from) {
   return copy
 }
 
-module.exports = { FORMAT, RecordingError, readRecording, scriptOf, firstDifference, withValuesOf, isPath }
+module.exports = { FORMAT, RecordingError, readRecording, pairOf, scriptOf, firstDifference, withValuesOf, isPath }
