@@ -127,6 +127,16 @@ test('a frame the product never sends fails within the bounded wait, naming it',
   expect(performance.now() - started).toBeLessThan(9_000)
 })
 
+test('a product that exits before it connects: exit 3 at once, with its last lines', async () => {
+  const started = performance.now()
+  const product = ['node', '-e', "console.error('no licence file'); process.exit(4)"]
+  const run = await start(['replay', 'replay/source.ndjson', '--', ...product], {}, undefined, BIN).done
+  expect(run.code, run.stdout).toBe(3)
+  expect(run.stdout).toMatch(/^FAILED: the source never connected: the source \(pid \d+\) exited with code 4; its last output:$/m)
+  expect(run.stdout).toMatch(/source │ no licence file/)
+  expect(performance.now() - started).toBeLessThan(4_000)
+})
+
 test('by SIGINT mid-replay: exit 130, its product stopped, one JSON document saying so', async () => {
   const marker = randomUUID()
   const { child, run, done } = start(['replay', 'replay/source-gave-up.ndjson', '--json', '--', 'node', 'replay/product.mjs', marker], {}, undefined, BIN)

@@ -105,7 +105,7 @@
  *   each with the connections its product made
  * @property {number} framesCompared
  * @property {Divergence} [divergence]
- * @property {string} [failure] the product could not be started
+ * @property {string} [failure] the product could not be started, or never connected
  */
 
 export {}

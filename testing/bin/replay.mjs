@@ -64,6 +64,9 @@ class Diverged extends Error {
   }
 }
 
+/** A product that exited, or stayed away, before its first connection: exit 3, as handover. */
+class NeverConnected extends Error {}
+
 /** @param {ReplayOptions} options @returns {Promise<number>} */
 export async function replayCommand(options) {
   const view = createView({ json: options.json })
@@ -132,7 +135,7 @@ export async function replayCommand(options) {
   } catch (e) {
     if (run.interrupted) return new Promise(() => {}) // onInterrupt's report exits
     if (e instanceof Diverged) divergence = e.divergence
-    else if (e instanceof Error && e.message.startsWith('could not start')) failure = e.message
+    else if (e instanceof NeverConnected) failure = e.message
     else throw e
   } finally {
     if (!run.interrupted) await stopAll(worker, RETIRE_GRACE_MS)
@@ -166,7 +169,7 @@ function player(worker, recording, i, paired) {
 function launch(view, p, command) {
   const role = p.recording.side
   const product = new Product({ role, command, env: p.env, onLine: (who, line) => view.product(who, line) })
-  if (product.pid === undefined) throw new Error(`could not start the ${role}: ${shown(command)}`)
+  if (product.pid === undefined) throw new NeverConnected(`could not start the ${role}: ${shown(command)}`)
   view.event(role, `started: pid ${product.pid}${p.recording.migrationId ? `, target of ${p.recording.migrationId}` : ''}`)
   return product
 }
@@ -197,13 +200,25 @@ async function expectFrame(kit, worker, p, event, wait, ignore) {
   return 1
 }
 
-/** The product connects again where the recording's client did.
+/** The product connects again where the recording's client did. Its first connection races its
+ *  exit, as handover's does: a product that dies, or never calls, before it is not a divergence
+ *  but a product that never connected.
  *  @param {import('../lib/worker.js').Kit} kit @param {import('../lib/testing.js').TestWorker} worker @param {Player} p
  *  @param {RecordedEvent} event @param {{ gapMs: number, timeoutMs: number }} wait */
 async function expectConnection(kit, worker, p, event, wait) {
-  const record = await awaitProduct(kit, worker, p, wait, `connection ${event.conn}`, () =>
-    worker.connections.find((r) => r.seq > p.taken.connection && sameInstance(r, p.instance)),
-  )
+  const next = () => worker.connections.find((r) => r.seq > p.taken.connection && sameInstance(r, p.instance))
+  const side = p.recording.side
+  const record =
+    p.connections.size > 0 || !p.product
+      ? await awaitProduct(kit, worker, p, wait, `connection ${event.conn}`, next)
+      : await Promise.race([
+          kit.until(next, () => ({ resolved: undefined }), wait.timeoutMs),
+          p.product.exit.then(() => next()),
+        ])
+  if (!record) {
+    const why = p.product?.exited ? p.product.obituary() : `no connection within ${(wait.timeoutMs / 1000).toFixed(1)} s (it should call connectMigration with the env it was given)`
+    throw new NeverConnected(`the ${side} never connected: ${why}`)
+  }
   p.taken.connection = record.seq
   p.connections.set(Number(event.conn), record.connection)
 }
