@@ -22,7 +22,7 @@ interface Divergence {
 
 interface Document {
   ok: boolean
-  recordings: { file: string; side: string; connections: number }[]
+  recordings: { file: string; side: string; migrationId?: string; connections: number; cut?: unknown; cutShort?: unknown }[]
   framesCompared: number
   divergence?: Divergence
 }
@@ -37,6 +37,14 @@ async function replay(files: string[], { options = [] as string[], mutant = fals
   const run = await start(['replay', ...files, ...options, '--', 'node', 'replay/product.mjs', marker, ...(mutant ? ['mutant'] : [])], env, undefined, BIN).done
   expect(productsWith('replay/product.mjs', marker)).toEqual([])
   return run
+}
+
+/** source.ndjson's lines, changed by `edit`, written to a file of its own. */
+function sourceWith(name: string, edit: (lines: string[]) => string[]) {
+  const lines = readFileSync(new URL('fixtures/replay/source.ndjson', import.meta.url), 'utf8').trim().split('\n')
+  const file = join(tempDir('replay-'), name)
+  writeFileSync(file, edit(lines).join('\n'))
+  return file
 }
 
 test("a source's recording replays against the product: exit 0, every frame compared", async () => {
@@ -68,16 +76,21 @@ test("two recordings of different migrations: exit 2 at once, saying whose targe
 })
 
 test('a recorded gap over 5 s is announced before it is waited, suggesting --as-fast', async () => {
-  // source.ndjson with its get-state (and all after it) 6 s later.
-  const lines = readFileSync(new URL('fixtures/replay/source.ndjson', import.meta.url), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
-  const file = join(tempDir('replay-'), 'slow.ndjson')
-  writeFileSync(file, lines.map((e) => JSON.stringify(e.t >= 100 ? { ...e, t: e.t + 6_000 } : e)).join('\n'))
+  // Its get-state, and all after it, 6 s later.
+  const file = sourceWith('slow.ndjson', (lines) => lines.map((l) => JSON.parse(l)).map((e) => JSON.stringify(e.t >= 100 ? { ...e, t: e.t + 6_000 } : e)))
   const marker = randomUUID()
   const { child, run, done } = start(['replay', file, '--', 'node', 'replay/product.mjs', marker], {}, undefined, BIN)
   await expect.poll(() => run.stdout, { timeout: 5_000 }).toMatch(/the next event was recorded 6\.1 s later: waiting \(--as-fast skips gaps\)/)
   process.kill(-child.pid!, 'SIGINT')
   expect((await done).code).toBe(130)
   expect(productsWith('replay/product.mjs', marker)).toEqual([])
+})
+
+test("an instance that was one migration's target and the next one's source replays as the source beside that one's target", async () => {
+  // As a --repeat leaves them: the target of m-1, asked for its state for m-2; the target of m-2.
+  const run = await replay(['replay/target-then-source.ndjson', 'replay/target-of-m-2.ndjson'], { options: ['--json', '--as-fast'] })
+  expect(run.code, run.stderr).toBe(0)
+  expect(json(run)).toMatchObject({ ok: true, framesCompared: 8, recordings: [{ side: 'source', migrationId: 'm-1' }, { side: 'target', migrationId: 'm-2' }] })
 })
 
 test('against the mutant: exit 1 at source-stopped-output, payload.last, expected and got, in one line of 80 columns', async () => {
@@ -116,6 +129,27 @@ test('a recorded close with its code is reproduced: 4409, and the product stays 
   expect(run.code, run.stderr).toBe(0)
   expect(run.stderr).toMatch(/socket closed \(4409 replaced by a newer connection\)/)
   expect(json(run).recordings[0].connections).toBe(1)
+})
+
+test('a recording its bound cut (a dropped-migrations line) says so, in the verdict and in --json', async () => {
+  // After the hello-ack (line 5), as the recorder writes it.
+  const file = sourceWith('cut.ndjson', (lines) => [...lines.slice(0, 5), '{"t":50,"kind":"dropped-migrations","count":2}', ...lines.slice(5)])
+  const run = await replay([file], { options: ['--json'] })
+  expect(run.code, run.stderr).toBe(0)
+  expect(json(run).recordings[0]).toMatchObject({ cut: { line: 6, migrations: 2 } })
+  expect(run.stderr).toMatch(/^ok: .*, as far as it goes:\ncut.ndjson is cut: 2 migration\(s\) dropped at line 6 \(its bound\)$/m)
+})
+
+test('a recording cut short by a kill (its last line half written) says so, and what the product sends after is no divergence', async () => {
+  // Killed while writing the source-stopped-output the product sends after the cutover-ready.
+  const file = sourceWith('killed.ndjson', (lines) => {
+    const at = lines.findIndex((l) => l.includes('"kind":"sent"') && l.includes('source-stopped-output'))
+    return [...lines.slice(0, at), lines[at].slice(0, 40)]
+  })
+  const run = await replay([file], { options: ['--json'] })
+  expect(run.code, run.stderr).toBe(0)
+  expect(json(run).recordings[0]).toMatchObject({ cutShort: { line: 16 } })
+  expect(run.stderr).toMatch(/^killed.ndjson is cut short at line 16: nothing after it is compared$/m)
 })
 
 test('a frame the product never sends fails within the bounded wait, naming it', async () => {

@@ -101,8 +101,9 @@
  * @typedef {object} ReplayDocument
  * @property {boolean} ok every frame agreed
  * @property {'SIGINT' | 'SIGTERM'} [interrupted]
- * @property {Array<{ file: string, side: 'source' | 'target', migrationId?: string, pid?: number, connections: number }>} recordings
- *   each with the connections its product made
+ * @property {Array<{ file: string, side: 'source' | 'target', migrationId?: string, pid?: number, connections: number,
+ *   cut?: { line: number, migrations: number }, cutShort?: { line: number } }>} recordings
+ *   each with the connections its product made, and where it was cut (by its bound; short, by a kill)
  * @property {number} framesCompared
  * @property {Divergence} [divergence]
  * @property {string} [failure] the product could not be started, or never connected

@@ -131,7 +131,8 @@ export async function replayCommand(options) {
       anchor = { recordedMs: cue.atMs, at: kit.nowMs() }
       if (run.interrupted) break
     }
-    if (!run.interrupted) for (const p of players) unexpectedFrames(worker, p)
+    // A recording cut short ends where its client was killed: what the product sends after is not in it.
+    if (!run.interrupted) for (const p of players) if (!p.recording.cutShort) unexpectedFrames(worker, p)
   } catch (e) {
     if (run.interrupted) return new Promise(() => {}) // onInterrupt's report exits
     if (e instanceof Diverged) divergence = e.divergence
@@ -146,8 +147,20 @@ export async function replayCommand(options) {
   if (failure) Object.assign(document, { ok: false, failure })
   if (divergence) view.say(`DIVERGED ${divergence.message}`)
   else if (failure) view.say(`FAILED: ${failure}`)
-  else view.say(`ok: the product's ${compared} frame(s) agree with the recording${players.length > 1 ? 's' : ''}`)
+  else view.say(`ok: the product's ${compared} frame(s) agree with the recording${players.length > 1 ? 's' : ''}${players.some(isCut) ? ', as far as it goes:' : ''}`)
+  for (const { recording } of players) for (const line of cutLines(recording)) view.say(line)
   return finish(document, failure ? EXIT.neverConnected : divergence ? EXIT.failed : EXIT.ok)
+}
+
+/** @param {Player} p */
+const isCut = (p) => p.recording.cut !== undefined || p.recording.cutShort !== undefined
+
+/** What a cut recording leaves out, a line each. @param {Recording} recording @returns {string[]} */
+function cutLines({ file, cut, cutShort }) {
+  return [
+    ...(cut ? [`${basename(file)} is cut: ${cut.migrations} migration(s) dropped at line ${cut.line} (its bound)`] : []),
+    ...(cutShort ? [`${basename(file)} is cut short at line ${cutShort.line}: nothing after it is compared`] : []),
+  ]
 }
 
 /** A recording's player: its instance (the recorded URL's, when it names one) and its env: a
@@ -373,6 +386,8 @@ function documentOf(worker, players, compared) {
       file: recording.file,
       side: recording.side,
       ...(recording.migrationId ? { migrationId: recording.migrationId } : {}),
+      ...(recording.cut ? { cut: recording.cut } : {}),
+      ...(recording.cutShort ? { cutShort: recording.cutShort } : {}),
       ...(product?.pid === undefined ? {} : { pid: product.pid }),
       connections: worker.connections.filter((c) => sameInstance(c, instance)).length,
     })),
