@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import stringWidth from 'string-width'
 import { expect, test } from 'vitest'
 import { BIN, type Run, start, tempDir } from './support/run'
 import { productsWith } from './support/processes'
@@ -101,6 +102,15 @@ test('against the mutant: exit 1 at source-stopped-output, payload.last, expecte
   expect(line?.length).toBeLessThanOrEqual(80)
 })
 
+test('a long value that differs uses the room its DIVERGED line has, within 80 columns', async () => {
+  const file = sourceWith('typed.ndjson', (lines) => lines.map((l) => l.replace('"position":40,"secret"', '"position":"a position written as a long string","secret"')))
+  const run = await replay([file])
+  expect(run.code).toBe(1)
+  const line = run.stdout.split('\n').find((l) => l.startsWith('DIVERGED'))
+  expect(line).toBe('DIVERGED frame 2 state, payload.position: expected "a position written …, got 40')
+  expect(stringWidth(line ?? '')).toBeLessThanOrEqual(80)
+})
+
 test('against the mutant, with the target beside it: the JSON document names the frame, the field and both values', async () => {
   const run = await replay(['replay/source.ndjson', 'replay/target.ndjson'], { options: ['--json'], mutant: true })
   expect(run.code).toBe(1)
@@ -140,6 +150,12 @@ test('a recording its bound cut (a dropped-migrations line) says so, in the verd
   expect(run.stderr).toMatch(/^ok: .*, as far as it goes:\ncut.ndjson is cut: 2 migration\(s\) dropped at line 6 \(its bound\)$/m)
 })
 
+test("a note on a recording names it by its file's name, not its path", async () => {
+  const file = sourceWith('cut.ndjson', (lines) => [...lines.slice(0, 5), '{"t":50,"kind":"dropped-migrations","count":2}', ...lines.slice(5)])
+  const run = await replay([file])
+  expect(run.stdout).toMatch(/^ctl-migration +cut\.ndjson: line 6: 2 migration\(s\) dropped here \(its bound\)$/m)
+})
+
 test('a recording cut short by a kill (its last line half written) says so, and what the product sends after is no divergence', async () => {
   // Killed while writing the source-stopped-output the product sends after the cutover-ready.
   const file = sourceWith('killed.ndjson', (lines) => {
@@ -158,6 +174,8 @@ test('a frame the product never sends fails within the bounded wait, naming it',
   expect(run.code).toBe(1)
   expect(json(run).divergence).toMatchObject({ index: 4, type: 'frame 4 (abort)' })
   expect(json(run).divergence?.message).toMatch(/^the source never sent frame 4 \(abort\): nothing within 5\.0 s/)
+  const line = run.stderr.split('\n').find((l) => l.startsWith('DIVERGED'))
+  expect(stringWidth(line ?? ''), line).toBeLessThanOrEqual(80)
   expect(performance.now() - started).toBeLessThan(9_000)
 })
 

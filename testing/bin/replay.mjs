@@ -3,6 +3,7 @@
 // closes, and compares each frame the product sends with the one it sent then; the first that
 // differs ends the run. Its summary, JSON document, report and JUnit file, whatever happens.
 import { basename } from 'node:path'
+import stringWidth from 'string-width'
 import { payloadJson } from '@norskvideo/ctl-migration/internal/addon'
 import { renderReplayJunit } from './junit.mjs'
 import { renderReport } from './report.mjs'
@@ -97,7 +98,7 @@ export async function replayCommand(options) {
     // By its name alone, so that the line fits 80 columns.
     const target = recording.side === 'target' ? ` (${recording.migrationId})` : ''
     view.event(recording.side, `${basename(recording.file)}: ${recording.events.length} events${target}`)
-    for (const note of recording.skipped) view.event('ctl-migration', `${recording.file}: ${note}`)
+    for (const note of recording.skipped) view.event('ctl-migration', `${basename(recording.file)}: ${note}`)
   }
   const speed = options.speed
   /** Where the last cue was played: the recording's time and ours. */
@@ -278,12 +279,12 @@ async function awaitProduct(kit, worker, p, wait, what, found, exitExpected = fa
       // Any rule it broke is the end of the replay: this is the first one looked for.
       const violation = worker.violations.find((v) => sameInstance(v, p.instance))
       const record = found()
-      if (violation && (!record || violation.seq < record.seq)) return { broke: `the worker refused what it sent: ${violation.rule} (${violation.detail})` }
+      if (violation && (!record || violation.seq < record.seq)) return { broke: `the worker refused what it sent: ${violation.rule} (${violation.detail})`, gap: '' }
       if (record) return { record }
-      if (p.product?.exited && !exitExpected) return { broke: p.product.obituary().split('\n')[0] }
+      if (p.product?.exited && !exitExpected) return { broke: p.product.obituary().split('\n')[0], gap: '' }
       return undefined
     },
-    () => ({ resolved: { broke: `nothing within ${(wait.timeoutMs / 1000).toFixed(1)} s (recorded ${(wait.gapMs / 1000).toFixed(1)} s after the event before)` } }),
+    () => ({ resolved: { broke: `nothing within ${(wait.timeoutMs / 1000).toFixed(1)} s`, gap: ` (gap ${(wait.gapMs / 1000).toFixed(1)} s)` } }),
     wait.timeoutMs,
   )
   if ('record' in outcome && outcome.record) return outcome.record
@@ -294,7 +295,7 @@ async function awaitProduct(kit, worker, p, wait, what, found, exitExpected = fa
       type: what,
       expected: what,
       actual: undefined,
-      message: `the ${side} never sent ${what}: ${outcome.broke}`,
+      message: fitted(`the ${side} never sent ${what}: ${outcome.broke}`, outcome.gap ?? ''),
     }),
   )
 }
@@ -362,20 +363,38 @@ function divergenceOf(p, d) {
   return { file: p.recording.file, side: p.recording.side, ...d, message: d.message ?? fieldLine(p, d) }
 }
 
-/** A field that differs, in a line that fits 80 columns with `DIVERGED ` before it: each value
- *  cut to what is left. The side is named when two recordings play.
+/** The columns of the terminal line a divergence is said in, `DIVERGED ` before it. */
+const LINE_COLUMNS = 80 - stringWidth('DIVERGED ')
+/** The least either value is cut to, however long the path before it. */
+const MIN_VALUE_COLUMNS = 8
+
+/** `text`, and `detail` after it when both fit the line. @param {string} text @param {string} detail */
+const fitted = (text, detail) => (stringWidth(text + detail) <= LINE_COLUMNS ? text + detail : text)
+
+/** A field that differs, in a line that fits 80 columns with `DIVERGED ` before it: the values
+ *  share what is left, a short one leaving the rest to the other. The side is named when two
+ *  recordings play.
  *  @param {Player} p @param {{ index?: number, type: string, path?: string, expected?: unknown, actual?: unknown }} d */
 function fieldLine(p, d) {
   const side = p.paired ? `${p.recording.side} ` : ''
   const where = `${side}${d.index === undefined ? d.type : `frame ${d.index} ${d.type}`}, ${d.path}:`
-  const room = Math.max(8, Math.floor((80 - 'DIVERGED '.length - where.length - ' expected , got '.length) / 2))
-  return `${where} expected ${cutValue(d.expected, room)}, got ${cutValue(d.actual, room)}`
+  const [expected, actual] = [d.expected, d.actual].map((v) => (v === undefined ? '(absent)' : JSON.stringify(v)))
+  const room = LINE_COLUMNS - stringWidth(`${where} expected , got `)
+  const half = Math.max(MIN_VALUE_COLUMNS, Math.floor(room / 2))
+  const expectedRoom = Math.max(half, room - stringWidth(actual))
+  const shown = cutTo(expected, expectedRoom)
+  return `${where} expected ${shown}, got ${cutTo(actual, Math.max(MIN_VALUE_COLUMNS, room - stringWidth(shown)))}`
 }
 
-/** @param {unknown} value @param {number} width */
-function cutValue(value, width) {
-  const text = value === undefined ? '(absent)' : JSON.stringify(value)
-  return text.length <= width ? text : `${text.slice(0, width - 1)}…`
+/** `text` in at most `columns`, an ellipsis where it was cut. @param {string} text @param {number} columns */
+function cutTo(text, columns) {
+  if (stringWidth(text) <= columns) return text
+  let cut = ''
+  for (const character of text) {
+    if (stringWidth(cut + character) > columns - 1) break
+    cut += character
+  }
+  return `${cut}…`
 }
 
 /** @param {import('../lib/testing.js').TestWorker} worker @param {Player[]} players @param {number} compared @returns {ReplayDocument} */

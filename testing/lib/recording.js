@@ -65,7 +65,7 @@ function readRecording(file, text) {
       throw new RecordingError(`${file}:${i + 1}: not an event (a JSON object with a number t and a kind)`)
     }
     if (event.kind === 'dropped-migrations') {
-      skipped.push(`line ${i + 1}: the recorder dropped ${event.count} migration(s) here to stay within its bound`)
+      skipped.push(`line ${i + 1}: ${event.count} migration(s) dropped here (its bound)`)
       cut = { line: cut?.line ?? i + 1, migrations: (cut?.migrations ?? 0) + (Number(event.count) || 0) }
     }
     const recorded = { .../** @type {Omit<RecordedEvent, 'line'> & { number?: number }} */ (event), line: i + 1 }
