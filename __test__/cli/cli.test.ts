@@ -128,11 +128,10 @@ describe('a handover that fails', () => {
     expect(run.stdout).toMatch(/the product never connected: the source \(pid \d+\) exited with code 4/)
   })
 
-  test('a usage error: exit 2, with the usage text', async () => {
+  test('a usage error: exit 2, its one line and where the help is, not the whole usage text', async () => {
     const run = await cli(['handover', '--fault', 'drop-source@nowhere', '--', 'node', 'product.mjs'])
     expect(run.code).toBe(2)
-    expect(run.stderr).toMatch(/^ctl-migration: --fault drop-source@nowhere: expected KIND@STEP/)
-    expect(run.stderr).toContain('Usage: ctl-migration handover [options] -- <command> [args…]')
+    expect(run.stderr).toMatch(/^ctl-migration: --fault drop-source@nowhere: expected KIND@STEP[^\n]*\nsee ctl-migration --help\n$/)
   })
 })
 

@@ -22,7 +22,8 @@ async function main(argv) {
   } catch (caught) {
     const e = /** @type {Error & { code?: unknown }} */ (caught)
     if (!(e instanceof UsageError) && (typeof e?.code !== 'string' || !e.code.startsWith('ERR_PARSE_ARGS'))) throw e
-    process.stderr.write(`ctl-migration: ${e.message}\n\n${USAGE}\n`)
+    // The one line that helps, not buried under the usage text.
+    process.stderr.write(`ctl-migration: ${e.message}\nsee ctl-migration --help\n`)
     return EXIT.usage
   }
   if ('help' in options) {
