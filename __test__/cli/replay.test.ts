@@ -168,6 +168,14 @@ test('a recording cut short by a kill (its last line half written) says so, and 
   expect(run.stderr).toMatch(/^killed.ndjson is cut short at line 16: nothing after it is compared$/m)
 })
 
+test('a frame the product sends just after a recording that ends without a close is a divergence', async () => {
+  // Copied while the source ran: its last line the cutover-ready, which the product answers.
+  const file = sourceWith('running.ndjson', (lines) => lines.slice(0, lines.findIndex((l) => l.includes('"type":"cutover-ready"')) + 1))
+  const run = await replay([file], { options: ['--json'] })
+  expect(run.code, run.stderr).toBe(1)
+  expect(json(run).divergence?.message).toBe('the source sent frame 3 (source-stopped-output), which the recording does not have')
+})
+
 test('a frame the product never sends fails within the bounded wait, naming it', async () => {
   const started = performance.now()
   const run = await replay(['replay/source-gave-up.ndjson'], { options: ['--json'] })

@@ -46,6 +46,8 @@ import { Product, signalGroup } from '../lib/product.js'
 
 /** A wait for the product: the recorded gap four times over, and at least this. */
 const MIN_WAIT_MS = 5_000
+/** How long a product whose recording ends with no close of its own is watched for one more frame. */
+const TAIL_MS = 200
 /** A recorded gap longer than this, at the replay's speed, is announced before it is waited. */
 const LONG_GAP_MS = 5_000
 /** A recorded close the simulator cannot send (1005, 1006, 1015: no close frame) is a drop. */
@@ -133,7 +135,7 @@ export async function replayCommand(options) {
       if (run.interrupted) break
     }
     // A recording cut short ends where its client was killed: what the product sends after is not in it.
-    if (!run.interrupted) for (const p of players) if (!p.recording.cutShort) unexpectedFrames(worker, p)
+    if (!run.interrupted) await Promise.all(players.filter((p) => !p.recording.cutShort).map((p) => unexpectedFrames(kit, worker, p)))
   } catch (e) {
     if (run.interrupted) return new Promise(() => {}) // onInterrupt's report exits
     if (e instanceof Diverged) divergence = e.divergence
@@ -350,9 +352,14 @@ function forwarded(players, p, event) {
   return live && event.redacted?.length ? withValuesOf(frame, event.redacted, live.frame) : frame
 }
 
-/** A frame the product sent beyond the recording's is a divergence. @param {import('../lib/testing.js').TestWorker} worker @param {Player} p */
-function unexpectedFrames(worker, p) {
-  const extra = worker.frames.find((r) => r.seq > p.taken.frame && sameInstance(r, p.instance))
+/** A frame the product sent beyond the recording's is a divergence. A recording that ends in its
+ *  client's close was awaited to that close; one that ends otherwise has its product watched
+ *  TAIL_MS more, for a frame on its way.
+ *  @param {import('../lib/worker.js').Kit} kit @param {import('../lib/testing.js').TestWorker} worker @param {Player} p */
+async function unexpectedFrames(kit, worker, p) {
+  const next = () => worker.frames.find((r) => r.seq > p.taken.frame && sameInstance(r, p.instance))
+  const closed = p.recording.events[p.recording.events.length - 1]?.kind === 'close'
+  const extra = closed || p.product?.exited ? next() : await kit.until(next, () => ({ resolved: undefined }), TAIL_MS)
   if (!extra) return
   const index = p.frames + 1
   throw new Diverged(divergenceOf(p, { index, type: String(extra.frame.type), path: 'type', expected: undefined, actual: extra.frame.type, message: `the ${p.recording.side} sent frame ${index} (${extra.frame.type}), which the recording does not have` }))
