@@ -81,7 +81,7 @@ test('a recorded gap over 5 s is announced before it is waited, suggesting --as-
   const file = sourceWith('slow.ndjson', (lines) => lines.map((l) => JSON.parse(l)).map((e) => JSON.stringify(e.t >= 100 ? { ...e, t: e.t + 6_000 } : e)))
   const marker = randomUUID()
   const { child, run, done } = start(['replay', file, '--', 'node', 'replay/product.mjs', marker], {}, undefined, BIN)
-  await expect.poll(() => run.stdout, { timeout: 5_000 }).toMatch(/the next event was recorded 6\.1 s later: waiting \(--as-fast skips gaps\)/)
+  await expect.poll(() => run.stdout, { timeout: 5_000 }).toMatch(/^ctl-migration +waiting 6\.1 s, the recorded gap \(--as-fast skips gaps\)$/m)
   process.kill(-child.pid!, 'SIGINT')
   expect((await done).code).toBe(130)
   expect(productsWith('replay/product.mjs', marker)).toEqual([])
@@ -147,7 +147,7 @@ test('a recording its bound cut (a dropped-migrations line) says so, in the verd
   const run = await replay([file], { options: ['--json'] })
   expect(run.code, run.stderr).toBe(0)
   expect(json(run).recordings[0]).toMatchObject({ cut: { line: 6, migrations: 2 } })
-  expect(run.stderr).toMatch(/^ok: .*, as far as it goes:\ncut.ndjson is cut: 2 migration\(s\) dropped at line 6 \(its bound\)$/m)
+  expect(run.stderr).toMatch(/^ok: .*, which is cut:\ncut.ndjson is cut: 2 migration\(s\) dropped at line 6 \(its bound\)$/m)
 })
 
 test("a note on a recording names it by its file's name, not its path", async () => {

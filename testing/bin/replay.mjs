@@ -117,7 +117,10 @@ export async function replayCommand(options) {
       const freeze = p.recording.freezes.get(cue.event?.line ?? 0)
       if (freeze !== undefined) kit.freezeAfter(p.instance, freeze)
       const played = !cue.event || !['sent', 'opened', 'close'].includes(cue.event.kind)
-      if (played && gapMs / speed > LONG_GAP_MS) view.event('ctl-migration', `the next event was recorded ${(gapMs / 1000).toFixed(1)} s later: waiting (--as-fast skips gaps)`)
+      if (played && gapMs / speed > LONG_GAP_MS) {
+        const at = speed === 1 ? '' : ` at --speed ${speed}`
+        view.event('ctl-migration', `waiting ${(gapMs / speed / 1000).toFixed(1)} s, the recorded gap${at} (--as-fast skips gaps)`)
+      }
       if (!cue.event) {
         await pause(kit, anchor.at + gapMs / speed)
         p.product = launch(view, p, options.command)
@@ -150,7 +153,7 @@ export async function replayCommand(options) {
   if (failure) Object.assign(document, { ok: false, failure })
   if (divergence) view.say(`DIVERGED ${divergence.message}`)
   else if (failure) view.say(`FAILED: ${failure}`)
-  else view.say(`ok: the product's ${compared} frame(s) agree with the recording${players.length > 1 ? 's' : ''}${players.some(isCut) ? ', as far as it goes:' : ''}`)
+  else view.say(`ok: the product's ${compared} frame(s) agree with the recording${players.length > 1 ? 's' : ''}${players.some(isCut) ? ', which is cut:' : ''}`)
   for (const { recording } of players) for (const line of cutLines(recording)) view.say(line)
   return finish(document, failure ? EXIT.neverConnected : divergence ? EXIT.failed : EXIT.ok)
 }
