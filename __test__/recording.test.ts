@@ -137,6 +137,20 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
     expect(lines).toContainEqual(expect.objectContaining({ kind: 'product', call: 'reportStoppedOutput', payload: { last: '[redacted]' }, redacted: ['payload.last'] }))
   })
 
+  const unwritable = [
+    { what: 'a BigInt', redact: () => ({ n: 1n }) },
+    { what: 'a cyclic object', redact: () => { const o: any = {}; o.self = o; return o } },
+  ]
+  test.each(unwritable)('opts.redact returning $what writes the payload as "[redacted]", logged once', async ({ redact }) => {
+    const { client } = await handOver({ n: 1 }, { record: dir, redact })
+    h.worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: { n: 2 } })
+    const { lines } = await recording(has('recv', (l) => l.frame?.type === 'cutover-ready'))
+    expect(client.connected).toBe(true)
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'sent', frame: { type: 'state', payload: '[redacted]' } }))
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'recv', frame: { type: 'cutover-ready', migrationId: 'm1', payload: '[redacted]' } }))
+    expect(h.logs.filter((l) => l.includes('could not be redacted'))).toHaveLength(1)
+  })
+
   test("a target's initial-state is redacted as the source's state it forwards", async () => {
     h.worker.ackMigration = 'm1'
     const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, secret: '***' } : payload)

@@ -9,7 +9,7 @@
 
 const { PACKAGE, builtin } = require('../addon/platform.js')
 const { describe } = require('./values.js')
-const { redaction } = require('./redaction.js')
+const { redaction, REDACTED } = require('./redaction.js')
 
 const FORMAT = 1
 /** How long lines wait to be written with those that follow them. An asynchronous write costs
@@ -58,6 +58,8 @@ const GET_STATE = '"type":"get-state"'
 const HELLO_ACK = '"type":"hello-ack"'
 const MIGRATION = '"migration":{'
 const START_LINE_MAX = 1024
+/** A line that may carry a payload for `opts.redact`: its time and kind. */
+const CARRYING = /^\{"t":([^,]*),"kind":"(recv|sent|product)"/
 
 /**
  * @typedef {object} Recording
@@ -253,17 +255,25 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
 
   /** The driver's lines with their payloads redacted. @param {Uint8Array} bytes */
   function redactLines(bytes) {
+    const { redactObject, failed } = /** @type {NonNullable<typeof redacted>} */ (redacted)
     const redactLine = /** @param {string} line */ (line) => {
-      if (!/^\{"t":[^,]*,"kind":"(recv|sent|product)"/.test(line)) return line
-      const { frame, ...event } = JSON.parse(line)
-      if (frame !== undefined) {
-        const [written, paths] = /** @type {NonNullable<typeof redacted>} */ (redacted)(frame, frame.type)
-        return JSON.stringify(paths.length === 0 ? { ...event, frame: written } : { ...event, frame: written, redacted: paths })
+      const carrying = CARRYING.exec(line)
+      if (carrying === null) return line
+      // Whatever `opts.redact` or the line holds, a line is written, and the client goes on.
+      try {
+        const { frame, ...event } = JSON.parse(line)
+        if (frame !== undefined) {
+          const [written, paths] = redactObject(frame, frame.type)
+          return JSON.stringify(paths.length === 0 ? { ...event, frame: written } : { ...event, frame: written, redacted: paths })
+        }
+        // A product call's payload or reason.
+        const { t, kind, call, ...carried } = event
+        const [written, paths] = redactObject(carried, /** @type {Record<string, string>} */ (CALL_FRAME)[call])
+        return JSON.stringify(paths.length === 0 ? { t, kind, call, ...written } : { t, kind, call, ...written, redacted: paths })
+      } catch (e) {
+        failed(e)
+        return JSON.stringify({ t: Number(carrying[1]), kind: carrying[2], text: REDACTED })
       }
-      // A product call's payload or reason.
-      const { t, kind, call, ...carried } = event
-      const [written, paths] = /** @type {NonNullable<typeof redacted>} */ (redacted)(carried, /** @type {Record<string, string>} */ (CALL_FRAME)[call])
-      return JSON.stringify(paths.length === 0 ? { t, kind, call, ...written } : { t, kind, call, ...written, redacted: paths })
     }
     const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8')
     return Buffer.from(text.split('\n').map((line) => (line === '' ? line : redactLine(line))).join('\n'))

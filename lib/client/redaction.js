@@ -28,7 +28,7 @@ const isObject = (v) => typeof v === 'object' && v !== null
 function redaction(redact, log) {
   /** JSON texts of the values redacted so far; true, false and null are never secret. */
   const remembered = new Set()
-  let threwNoted = false
+  let failureNoted = false
 
   /** Lists where `after` differs from `before` under `path`, remembering what was replaced.
    *  @param {unknown} before @param {unknown} after @param {string} path @param {string[]} paths */
@@ -69,14 +69,20 @@ function redaction(redact, log) {
   function redacted(frameType, payload) {
     if (redact === undefined) return payload
     try {
-      const own = redact(frameType, structuredClone(payload))
+      const own = asJson(redact(frameType, structuredClone(payload)))
       const forwarded = FORWARDS[frameType]
-      return forwarded === undefined ? own : redact(forwarded, structuredClone(own))
+      return forwarded === undefined ? own : asJson(redact(forwarded, structuredClone(own)))
     } catch (e) {
-      if (!threwNoted) log(`recording: opts.redact threw (${describe(e)}); such payloads are written as "${REDACTED}"`)
-      threwNoted = true
+      failed(e)
       return REDACTED
     }
+  }
+
+  /** Says once that a payload could not be redacted, and is written as "[redacted]".
+   *  @param {unknown} e */
+  function failed(e) {
+    if (!failureNoted) log(`recording: a payload could not be redacted (${describe(e)}); such payloads are written as "${REDACTED}"`)
+    failureNoted = true
   }
 
   /**
@@ -86,7 +92,7 @@ function redaction(redact, log) {
    * @param {string | undefined} frameType
    * @returns {[Record<string, unknown>, string[]]}
    */
-  return (object, frameType) => {
+  function redactObject(object, frameType) {
     /** @type {string[]} */
     const paths = []
     let out = object
@@ -101,6 +107,12 @@ function redaction(redact, log) {
     for (const [key, v] of Object.entries(out)) echoed[key] = key === 'type' ? v : echo(v, pathStep('', key), paths)
     return [echoed, paths]
   }
+
+  return { redactObject, failed }
 }
+
+/** `value` as JSON makes it (what a recording can write of it): throws for a BigInt or a cycle.
+ *  @param {unknown} value */
+const asJson = (value) => (value === undefined ? undefined : JSON.parse(/** @type {string} */ (JSON.stringify(value))))
 
 module.exports = { redaction, REDACTED }
