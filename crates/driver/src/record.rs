@@ -193,7 +193,18 @@ impl Recorder {
         self.lines[at] = b',';
         if let Some((field, json)) = raw {
             self.lines.pop();
-            let _ = write!(self.lines, ",\"{field}\":{json}}}");
+            let _ = write!(self.lines, ",\"{field}\":");
+            let from = self.lines.len();
+            self.lines.extend_from_slice(json.as_bytes());
+            // One line an event: a control character is whitespace in JSON (a pretty-printed
+            // frame's newlines) or else not JSON at all (in a string), so a space keeps the
+            // JSON's meaning and the line whole.
+            for byte in &mut self.lines[from..] {
+                if *byte < 0x20 {
+                    *byte = b' ';
+                }
+            }
+            self.lines.push(b'}');
         }
         self.lines.push(b'\n');
         self.scrub(start);
@@ -740,6 +751,27 @@ mod tests {
         let text = lines.iter().find(|l| l["t"] == 3.0 && l["kind"] == "recv");
         let text = text.map(|l| (l["text"].as_str().map(str::len), l["bytes"].clone()));
         assert_eq!(text, Some((Some(1024), json!(2000))));
+    }
+
+    #[test]
+    fn a_pretty_printed_frame_stays_on_its_line() {
+        let mut driver = recording_on_product_socket();
+        open(&mut driver, 101.0);
+        let frame = "{\n  \"type\": \"hello-ack\"\r\n}";
+        feed(&mut driver, vec![(Input::SocketMessage(frame), 102.0)]);
+        let lines = lines(&mut driver);
+        assert_eq!(lines[3]["frame"], json!({"type": "hello-ack"}));
+    }
+
+    #[test]
+    fn a_frame_with_a_raw_newline_in_a_string_is_recorded_as_escaped_text() {
+        let mut driver = recording_on_product_socket();
+        open(&mut driver, 101.0);
+        let frame = "{\"type\":\"hello-ack\",\"x\":\"a\nb\"}";
+        feed(&mut driver, vec![(Input::SocketMessage(frame), 102.0)]);
+        let lines = lines(&mut driver);
+        assert_eq!(lines[3]["kind"], "recv");
+        assert_eq!(lines[3]["text"], "{\"type\":\"hello-ack\",\"x\":\"a b\"}");
     }
 
     #[test]
