@@ -151,6 +151,26 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
     expect(h.logs.filter((l) => l.includes('could not be redacted'))).toHaveLength(1)
   })
 
+  test('a frame the client ignores is still redacted, recorded as a frame marked ignored', async () => {
+    const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, apiKey: '[redacted]' } : payload)
+    const client = connect({}, { record: dir, redact })
+    await h.worker.until(() => client.connected, 'connected')
+    // No migrationId: the client ignores it.
+    h.worker.push({ type: 'initial-state', payload: { apiKey: 'SECRET-123' } })
+    const { lines, text } = await recording(has('recv', (l) => l.frame?.type === 'initial-state'))
+    expect(text).not.toContain('SECRET-123')
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'recv', frame: { type: 'initial-state', payload: { apiKey: '[redacted]' } }, ignored: true }))
+  })
+
+  test('with opts.redact, a frame that is not a JSON object is written as "[redacted]"', async () => {
+    const client = connect({}, { record: dir, redact: (_type: string, payload: unknown) => payload })
+    await h.worker.until(() => client.connected, 'connected')
+    h.worker.push('apiKey=SECRET-123')
+    const { lines, text } = await recording(has('recv', (l) => typeof l.text === 'string'))
+    expect(text).not.toContain('SECRET-123')
+    expect(lines).toContainEqual(expect.objectContaining({ kind: 'recv', text: '[redacted]' }))
+  })
+
   test("a target's initial-state is redacted as the source's state it forwards", async () => {
     h.worker.ackMigration = 'm1'
     const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, secret: '***' } : payload)

@@ -266,6 +266,8 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
           const [written, paths] = redactObject(frame, frame.type)
           return JSON.stringify(paths.length === 0 ? { ...event, frame: written } : { ...event, frame: written, redacted: paths })
         }
+        // A worker's frame that is not a JSON object: opts.redact cannot be given its payload.
+        if (typeof event.text === 'string') return JSON.stringify({ ...event, text: REDACTED })
         // A product call's payload or reason.
         const { t, kind, call, ...carried } = event
         const [written, paths] = redactObject(carried, /** @type {Record<string, string>} */ (CALL_FRAME)[call])

@@ -47,12 +47,13 @@ enum Event<'a> {
         conn: u32,
         error: &'a str,
     },
-    /// A frame from the worker, followed by its JSON as `frame`.
+    /// A frame from the worker, followed by its JSON as `frame` (and `"ignored":true` if the
+    /// core ignored it).
     Recv {
         conn: u32,
     },
-    /// A frame from the worker that is not JSON the core could read: at most [`TEXT_KEPT`]
-    /// bytes of it, and its length.
+    /// A frame from the worker that is not a JSON object: at most [`TEXT_KEPT`] bytes of it,
+    /// and its length.
     #[serde(rename = "recv")]
     RecvText {
         conn: u32,
@@ -141,10 +142,9 @@ pub struct Recorder {
     /// What no line may hold, as JSON writes it, and what is written in its place: the token,
     /// and the worker URL's credentials and query (an error may quote the URL).
     secrets: Vec<(Finder<'static>, &'static str)>,
-    /// The latest line, if it is a frame from the worker written as JSON before the core read
-    /// it: where the line starts and how long the frame is. Until the next input: a frame the
-    /// core cannot read is written again as text.
-    unread: Option<(usize, usize)>,
+    /// Where the latest line starts, if it is a frame from the worker written before the core
+    /// read it; until the next input: a frame the core ignores is marked so.
+    unread: Option<usize>,
 }
 
 impl Recorder {
@@ -226,14 +226,15 @@ impl Recorder {
 
     fn recv(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
         let conn = self.conn;
-        if !text.trim_start().starts_with('{') {
+        // Only a JSON object is written as a frame: anything else would break the line.
+        let object = text.trim_start().starts_with('{')
+            && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
+        if !object {
             return self.recv_text(text, now, out);
         }
         let start = self.lines.len();
         self.write(now, &Event::Recv { conn }, Some(("frame", text)), out);
-        // Unless a secret was taken out of it, the frame ends two bytes before the line.
-        let written = self.lines.len() - start;
-        self.unread = (written > text.len()).then_some((start, text.len()));
+        self.unread = Some(start);
     }
 
     fn recv_text(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
@@ -249,15 +250,15 @@ impl Recorder {
         self.write(now, &event, None, out);
     }
 
-    /// The frame of the latest line, which the core could not read, written again as text.
-    fn unreadable(&mut self, now: f64, out: &mut Vec<Output>) {
-        let Some((start, len)) = self.unread.take() else {
+    /// The latest line's frame, which the core ignored, marked so: still a frame, redacted as
+    /// any other.
+    fn ignored(&mut self) {
+        if self.unread.take().is_none() {
             return;
-        };
-        let end = self.lines.len() - 2;
-        let text = String::from_utf8_lossy(&self.lines[end - len..end]).into_owned();
-        self.lines.truncate(start);
-        self.recv_text(&text, now, out);
+        }
+        // The line ends with its `}` and newline.
+        self.lines.truncate(self.lines.len().saturating_sub(2));
+        self.lines.extend_from_slice(b",\"ignored\":true}\n");
     }
 
     /// Records `input`, and gives back what the core is to be given instead: the report notes
@@ -314,7 +315,7 @@ impl Recorder {
     pub fn action(&mut self, action: &Action, now: f64, out: &mut Vec<Output>) -> bool {
         if let Action::Log(line) = action {
             if line.starts_with(IGNORED_FRAME) {
-                self.unreadable(now, out);
+                self.ignored();
             }
         }
         self.unread = None;
@@ -771,7 +772,29 @@ mod tests {
         feed(&mut driver, vec![(Input::SocketMessage(frame), 102.0)]);
         let lines = lines(&mut driver);
         assert_eq!(lines[3]["kind"], "recv");
-        assert_eq!(lines[3]["text"], "{\"type\":\"hello-ack\",\"x\":\"a b\"}");
+        assert_eq!(lines[3]["text"], frame);
+    }
+
+    #[test]
+    fn a_json_frame_the_core_ignores_is_recorded_as_a_frame_marked_ignored() {
+        let mut driver = recording_on_product_socket();
+        open(&mut driver, 101.0);
+        let frame = r#"{"type":"initial-state","payload":{"apiKey":"SECRET-123"}}"#;
+        feed(
+            &mut driver,
+            vec![
+                (Input::SocketMessage(r#"{"type":"hello-ack"}"#), 102.0),
+                (Input::SocketMessage(frame), 103.0),
+            ],
+        );
+        let lines = lines(&mut driver);
+        let recv = lines.iter().find(|l| l["t"] == 3.0 && l["kind"] == "recv");
+        assert_eq!(
+            recv,
+            Some(
+                &json!({"t": 3.0, "kind": "recv", "conn": 1, "frame": serde_json::from_str::<Value>(frame).ok(), "ignored": true})
+            )
+        );
     }
 
     #[test]
