@@ -171,6 +171,26 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
     expect(lines).toContainEqual(expect.objectContaining({ kind: 'recv', text: '[redacted]' }))
   })
 
+  test('a short value or a number it redacted is not redacted where it comes back', async () => {
+    const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, port: 0, user: '' } : payload)
+    await handOver({ port: 443, user: 'bob', n: 1 }, { record: dir, redact })
+    h.worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: { port: 443, user: 'bob' } })
+    const { lines } = await recording(has('recv', (l) => l.frame?.type === 'cutover-ready'))
+    const echoed = lines.find((l) => l.kind === 'recv' && l.frame?.type === 'cutover-ready')
+    expect(echoed).toMatchObject({ frame: { payload: { port: 443, user: 'bob' } } })
+    expect(echoed).not.toHaveProperty('redacted')
+  })
+
+  test('the values it redacted are remembered 1,024 at most, the oldest forgotten first', async () => {
+    const secrets = Array.from({ length: 1025 }, (_, i) => `secret-${i}`)
+    const redact = (type: string, payload: any) => (type === 'state' ? { secrets: payload.secrets.map(() => '***') } : payload)
+    await handOver({ secrets }, { record: dir, redact })
+    h.worker.push({ type: 'cutover-ready', migrationId: 'm1', payload: { first: secrets[0], last: secrets[1024] } })
+    const { lines } = await recording(has('recv', (l) => l.frame?.type === 'cutover-ready'))
+    const echoed = lines.find((l) => l.kind === 'recv' && l.frame?.type === 'cutover-ready')
+    expect(echoed).toMatchObject({ frame: { payload: { first: 'secret-0', last: '[redacted]' } }, redacted: ['payload.last'] })
+  })
+
   test("a target's initial-state is redacted as the source's state it forwards", async () => {
     h.worker.ackMigration = 'm1'
     const redact = (type: string, payload: any) => (type === 'state' ? { ...payload, secret: '***' } : payload)

@@ -1,8 +1,8 @@
 'use strict'
 // What a recording writes of a payload (docs/recording.md): what the product's `opts.redact`
-// makes of it, with every path it changed listed, and every value it once replaced replaced again
-// wherever it comes back (the worker's initial-state echoes the source's state). The values are
-// remembered in memory only.
+// makes of it, with every path it changed listed, and every string it once replaced replaced again
+// wherever it comes back (the worker's initial-state echoes the source's state). The strings are
+// remembered in memory only, a bounded number of them.
 
 const { describe } = require('./values.js')
 const { pathStep } = require('./json-path.js')
@@ -18,6 +18,12 @@ const FORWARDS = /** @type {Record<string, string | undefined>} */ ({
   'cutover-apply': 'source-stopped-output',
 })
 
+/** The shortest string the echo rule remembers: a shorter one (a port's "443", an empty name)
+ *  comes back by chance, and replacing it would hide a real difference from replay. */
+const ECHO_MIN_LENGTH = 6
+/** How many strings it remembers, the oldest forgotten first. */
+const ECHO_MAX_VALUES = 1024
+
 /** @param {unknown} v @returns {v is Record<string, unknown>} */
 const isObject = (v) => typeof v === 'object' && v !== null
 
@@ -26,9 +32,21 @@ const isObject = (v) => typeof v === 'object' && v !== null
  * @param {(line: string) => void} log
  */
 function redaction(redact, log) {
-  /** JSON texts of the values redacted so far; true, false and null are never secret. */
+  /** The strings redacted so far, oldest first. */
   const remembered = new Set()
   let failureNoted = false
+
+  /** Remembers the strings of `value`, which was redacted, that are long enough to be told apart
+   *  from a value that comes back by chance. @param {unknown} value */
+  function remember(value) {
+    if (isObject(value)) {
+      for (const v of Object.values(value)) remember(v)
+    } else if (typeof value === 'string' && value.length >= ECHO_MIN_LENGTH) {
+      remembered.delete(value)
+      remembered.add(value)
+      if (remembered.size > ECHO_MAX_VALUES) remembered.delete(remembered.values().next().value)
+    }
+  }
 
   /** Lists where `after` differs from `before` under `path`, remembering what was replaced.
    *  @param {unknown} before @param {unknown} after @param {string} path @param {string[]} paths */
@@ -41,17 +59,15 @@ function redaction(redact, log) {
       }
       return
     }
-    const was = JSON.stringify(before)
-    if (was === JSON.stringify(after)) return
+    if (JSON.stringify(before) === JSON.stringify(after)) return
     paths.push(path)
-    if (was !== undefined && before !== null && typeof before !== 'boolean') remembered.add(was)
+    remember(before)
   }
 
-  /** `value` with every value redacted before replaced, the paths listed.
+  /** `value` with every string redacted before replaced, the paths listed.
    *  @param {unknown} value @param {string} path @param {string[]} paths @returns {unknown} */
   function echo(value, path, paths) {
-    if (value === null || typeof value === 'boolean' || value === undefined) return value
-    if (remembered.has(JSON.stringify(value))) {
+    if (typeof value === 'string' && remembered.has(value)) {
       paths.push(path)
       return REDACTED
     }
