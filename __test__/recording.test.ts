@@ -221,8 +221,8 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
   })
 
   test('past its bound the file drops the oldest migration first', async () => {
-    const maxBytes = 8_000
-    const client = connect({ onGetState: (id) => ({ id, filler: 'x'.repeat(1500) }) }, { record: dir, recordMaxBytes: maxBytes })
+    const maxBytes = 65_536
+    const client = connect({ onGetState: (id) => ({ id, filler: 'x'.repeat(12_000) }) }, { record: dir, recordMaxBytes: maxBytes })
     await h.worker.until(() => client.connected, 'connected')
     for (let n = 1; n <= 8; n++) {
       h.worker.push({ type: 'get-state', migrationId: `m${n}` })
@@ -237,5 +237,52 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
     expect(migrations).toEqual([`m${9 - migrations.length}`, ...migrations.slice(1)])
     expect(migrations.at(-1)).toBe('m8')
     expect(migrations.length + lines[1].count).toBe(8)
+  })
+})
+
+describe('a file cut by its bound', () => {
+  const maxBytes = 65_536
+
+  /** A source connected with a recording bounded to `maxBytes`, whose states are `sizes[id]` bytes. */
+  async function source(sizes: Record<string, number>) {
+    const client = h.connect({ onGetState: (id) => ({ id, filler: 'x'.repeat(sizes[id] ?? 0) }) }, { record: dir, recordMaxBytes: maxBytes })
+    await h.worker.until(() => client.connected, 'connected')
+    for (const [n, id] of Object.keys(sizes).entries()) {
+      h.worker.push({ type: 'get-state', migrationId: id })
+      await h.worker.frame('state', n + 1)
+    }
+    const last = Object.keys(sizes).at(-1)
+    return recording(has('settled', (l) => l.migrationId === last))
+  }
+
+  test('starts again after its marker with the opening of the connection it was cut in', async () => {
+    const { lines } = await source(Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`m${i + 1}`, 12_000])))
+    expect(lines[1]).toMatchObject({ kind: 'dropped-migrations' })
+    expect(lines.slice(2, 6)).toEqual([
+      expect.objectContaining({ kind: 'connect', conn: 1 }),
+      expect.objectContaining({ kind: 'opened', conn: 1 }),
+      expect.objectContaining({ kind: 'sent', conn: 1, frame: expect.objectContaining({ type: 'hello' }) }),
+      expect.objectContaining({ kind: 'recv', conn: 1, frame: expect.objectContaining({ type: 'hello-ack' }) }),
+    ])
+    expect(lines[6]).toMatchObject({ kind: 'recv', frame: { type: 'get-state' } })
+  })
+
+  test('never cuts into the latest migration: it is kept whole past the bound', async () => {
+    // A frame is 64 KiB at most: the latest migration passes the bound with two.
+    const client: MigrationClient = h.connect(
+      { onGetState: (id) => ({ id, filler: 'x'.repeat(id === 'm1' ? 1_000 : 40_000) }), onCutoverReady: () => client.reportStoppedOutput({ filler: 'x'.repeat(40_000) }) },
+      { record: dir, recordMaxBytes: maxBytes },
+    )
+    await h.worker.until(() => client.connected, 'connected')
+    for (const [n, id] of ['m1', 'm2'].entries()) {
+      h.worker.push({ type: 'get-state', migrationId: id })
+      await h.worker.frame('state', n + 1)
+    }
+    h.worker.push({ type: 'cutover-ready', migrationId: 'm2', payload: {} })
+    const { lines, text } = await recording(has('sent', (l) => l.frame.type === 'source-stopped-output'))
+    expect(Buffer.byteLength(text)).toBeGreaterThan(maxBytes)
+    expect(lines[1]).toMatchObject({ kind: 'dropped-migrations', count: 1 })
+    const migrations = lines.filter((l) => l.kind === 'recv' && l.frame?.type === 'get-state').map((l) => l.frame.migrationId)
+    expect(migrations).toEqual(['m2'])
   })
 })

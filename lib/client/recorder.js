@@ -2,8 +2,9 @@
 // The flight recorder's file (docs/recording.md). The driver writes the recording's lines
 // (crates/driver/src/record.rs) and says when it has some; this takes them a little later
 // (FLUSH_MS), has `opts.redact` rewrite their payloads (./redaction.js) and appends them to the
-// file, one write at a time: recording never delays a frame. The file is bounded: past `maxBytes` the oldest migration's lines go first, then the
-// oldest lines, and the file is rewritten from what is kept in memory (at most `maxBytes`). A
+// file, one write at a time: recording never delays a frame. The file is bounded: past `maxBytes`
+// the oldest migrations go, never the latest but past CEILING bounds, and the file is rewritten
+// from what is kept in memory, replayable from where it was cut. A
 // directory that cannot be written, or a full disk, is one log line, and the client carries on
 // without its recording.
 
@@ -58,6 +59,26 @@ const GET_STATE = '"type":"get-state"'
 const HELLO_ACK = '"type":"hello-ack"'
 const MIGRATION = '"migration":{'
 const START_LINE_MAX = 1024
+// A connection's opening, written again after the marker of a file cut in it.
+const CONNECT = ',"kind":"connect",'
+const KIND = /^\{"t":[^,]*,"kind":"([a-z-]+)"/
+const KIND_WITHIN = 64
+/** What ends a connection's opening before the worker's first frame. */
+const ENDS = new Set(['open-failed', 'closed', 'close', 'dropped'])
+/** How far past its bound a file holds its latest migration whole, in bounds: past it, the
+ *  oldest lines go even so (the memory stays bounded). */
+const CEILING = 2
+
+/**
+ * @typedef {{ at: number, bytes: Buffer }} RecordedLine a line, and where it starts among all the bytes recorded
+ * @typedef {{ at: number, lines: RecordedLine[], done: boolean, sent: boolean }} Opening a connection's first lines
+ */
+
+/** Where the line holding `at` ends, its newline included. @param {Buffer} bytes @param {number} at */
+function lineEnd(bytes, at) {
+  const end = bytes.indexOf(NEWLINE, at)
+  return end < 0 ? bytes.length : end + 1
+}
 /** A line that may carry a payload for `opts.redact`: its time and kind. */
 const CARRYING = /^\{"t":([^,]*),"kind":"(recv|sent|product)"/
 
@@ -112,10 +133,19 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   })
   const redacted = redact === undefined ? undefined : redaction(redact, log)
 
-  /** @type {Buffer[]} the file's lines after the header and the marker, as written */
+  /** @type {Buffer[]} the file's lines after the header and the preamble, as written */
   let kept = []
   let size = Buffer.byteLength(header) + 1
-  let dropped = { t: 0, count: 0 }
+  /** Once the file was trimmed: the marker and the opening of the connection it was cut in. */
+  let preamble = Buffer.alloc(0)
+  let droppedCount = 0
+  /** The size past which the file is trimmed: its bound, or more while only the latest
+   *  migration is kept (a file is rewritten once per half a bound recorded, at most). */
+  let trimAt = maxBytes
+  /** Where `kept` starts among all the bytes recorded. */
+  let keptFrom = 0
+  /** @type {Opening[]} the openings of the connections in `kept` or cut in, oldest first */
+  let openings = []
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let flushTimer
   let failed = false
@@ -216,41 +246,76 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
 
   /** The whole file as kept: the header, what was dropped, the lines. */
   function contents() {
-    const marker = JSON.stringify({ t: dropped.t, kind: 'dropped-migrations', count: dropped.count })
-    return Buffer.concat([Buffer.from(`${header}\n${marker}\n`), ...kept])
+    return Buffer.concat([Buffer.from(`${header}\n`), preamble, ...kept])
   }
 
-  /** Drops the oldest migrations (each from its start, or the file's, to the next one's) until
-   *  the file is well within its bound, or else the oldest lines. On the bytes, as written: one
-   *  pass over what is dropped. */
+  /** Notes the opening lines of each connection in `bytes`, which start at `base` among all the
+   *  bytes recorded: how a file cut in that connection starts again. @param {Buffer} bytes
+   *  @param {number} base */
+  function noteOpenings(bytes, base) {
+    let at = 0
+    while (at < bytes.length) {
+      let opening = openings.at(-1)
+      if (opening === undefined || opening.done) {
+        // Lines are looked at only from a connect on.
+        const found = bytes.indexOf(CONNECT, at)
+        if (found < 0) return
+        at = bytes.lastIndexOf(NEWLINE, found) + 1
+      }
+      const end = lineEnd(bytes, at)
+      const kind = KIND.exec(bytes.toString('latin1', at, Math.min(end, at + KIND_WITHIN)))?.[1]
+      if (kind === 'connect') openings.push((opening = { at: base + at, lines: [], done: false, sent: false }))
+      if (opening !== undefined && !opening.done && kind !== undefined) {
+        const line = { at: base + at, bytes: Buffer.from(bytes.subarray(at, end)) }
+        // connect, opened, the hello, the worker's first frame (its hello-ack).
+        if (kind === 'connect' || kind === 'opened' || (kind === 'sent' && !opening.sent) || kind === 'recv') opening.lines.push(line)
+        if (kind === 'sent') opening.sent = true
+        if (kind === 'recv' || ENDS.has(kind)) opening.done = true
+      }
+      at = end
+    }
+  }
+
+  /** Drops the oldest migrations (each from its start to the next one's) until the file is well
+   *  within its bound; never cutting into the latest, which is kept whole past the bound (up to
+   *  CEILING bounds). The marker says how many were dropped, and the opening lines of the
+   *  connection the file was cut in follow it, so it replays from there. On the bytes, as written.
+   *  @returns {boolean} whether anything was dropped */
   function trim() {
     const all = Buffer.concat(kept)
     const excess = size - maxBytes * TRIM_TO
-    const lineEnd = (/** @type {number} */ at) => {
-      const end = all.indexOf(NEWLINE, at)
-      return end < 0 ? all.length : end + 1
-    }
-    // Where the file is cut: the first migration's start past what must go, else the end of
-    // the line that must go last; and how many migrations' starts go with what is cut.
-    let cut = -1
-    let migrations = 0
-    for (let at = all.indexOf(RECV); at >= 0 && cut < 0; at = all.indexOf(RECV, at + 1)) {
-      const end = lineEnd(at)
+    /** @type {number[]} where each migration starts */
+    const starts = []
+    for (let at = all.indexOf(RECV); at >= 0; at = all.indexOf(RECV, at + 1)) {
+      const end = lineEnd(all, at)
       // Those frames are small: a long line is never one, and is not searched.
       const line = all.subarray(at, end)
       if (line.length <= START_LINE_MAX && (line.includes(GET_STATE) || (line.includes(HELLO_ACK) && line.includes(MIGRATION)))) {
-        const start = all.lastIndexOf(NEWLINE, at) + 1
-        if (start >= excess && start > 0) cut = start
-        else migrations++
+        starts.push(all.lastIndexOf(NEWLINE, at) + 1)
       }
       at = end - 1
     }
-    if (cut < 0) cut = lineEnd(Math.max(0, Math.ceil(excess) - 1))
+    const wellWithin = lineEnd(all, Math.max(0, Math.ceil(excess) - 1))
+    // No migration: any line can go. Else the first migration past what must go, or the latest.
+    let cut = starts.length === 0 ? wellWithin : (starts.find((start) => start >= excess) ?? starts[starts.length - 1])
+    if (all.length - cut > CEILING * maxBytes) cut = Math.max(cut, wellWithin)
+    trimAt = Math.max(maxBytes, size - cut + maxBytes * (1 - TRIM_TO))
+    if (cut <= 0) return false
     const last = all.lastIndexOf(NEWLINE, cut - 2) + 1
-    dropped.t = Number(all.toString('latin1', last + '{"t":'.length, all.indexOf(',', last)))
-    dropped.count += migrations
-    size -= cut
+    const t = Number(all.toString('latin1', last + '{"t":'.length, all.indexOf(',', last)))
+    droppedCount += starts.filter((start) => start < cut).length
+    const cutAt = keptFrom + cut
+    keptFrom = cutAt
+    // The connection the file is cut in: the latest that opened before the cut.
+    let current = openings.length - 1
+    while (current >= 0 && openings[current].at >= cutAt) current--
+    openings = openings.slice(Math.max(0, current))
+    const opening = current < 0 ? [] : openings[0].lines.filter((l) => l.at < cutAt).map((l) => l.bytes)
+    const marker = JSON.stringify({ t, kind: 'dropped-migrations', count: droppedCount })
+    preamble = Buffer.concat([Buffer.from(`${marker}\n`), ...opening])
     kept = [all.subarray(cut)]
+    size = Buffer.byteLength(header) + 1 + preamble.length + all.length - cut
+    return true
   }
 
   /** The driver's lines with their payloads redacted. @param {Uint8Array} bytes */
@@ -289,11 +354,11 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     if (failed) return
     if (bytes !== null) {
       const lines = redacted === undefined ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) : redactLines(bytes)
+      noteOpenings(lines, keptFrom + size - Buffer.byteLength(header) - 1 - preamble.length)
       kept.push(lines)
       size += lines.length
       toAppend.push(lines)
-      if (size > maxBytes) {
-        trim()
+      if (size > trimAt && trim()) {
         rewrite = true
         toAppend = []
       }
