@@ -213,14 +213,13 @@ impl Recorder {
     /// Takes every secret out of the line from `start`.
     fn scrub(&mut self, start: usize) {
         for (secret, instead) in &self.secrets {
-            let line = &self.lines[start..];
-            if secret.find(line).is_none() {
+            if secret.find(&self.lines[start..]).is_none() {
                 continue;
             }
-            let secret = String::from_utf8_lossy(secret.needle()).into_owned();
-            let text = String::from_utf8_lossy(line).replace(&secret, instead);
+            let line =
+                in_strings_replaced(&self.lines[start..], secret.needle(), instead.as_bytes());
             self.lines.truncate(start);
-            self.lines.extend_from_slice(text.as_bytes());
+            self.lines.extend_from_slice(&line);
         }
     }
 
@@ -495,6 +494,33 @@ fn json_escaped(text: &str) -> String {
         .get(1..quoted.len().saturating_sub(1))
         .unwrap_or_default()
         .to_owned()
+}
+
+/// `line` (JSON) with `secret` replaced by `instead` wherever it is in a string: where a secret
+/// can be (the token, the URL's credentials), and the only place a replacement keeps the line
+/// JSON (a short token could be a number's digits).
+fn in_strings_replaced(line: &[u8], secret: &[u8], instead: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len());
+    let (mut in_string, mut escaped) = (false, false);
+    let mut at = 0;
+    while let Some(&byte) = line.get(at) {
+        // A secret as JSON writes it holds no bare quote and ends no escape half-way.
+        if in_string && !escaped && byte != b'"' && line[at..].starts_with(secret) {
+            out.extend_from_slice(instead);
+            at += secret.len();
+            continue;
+        }
+        out.push(byte);
+        at += 1;
+        if escaped {
+            escaped = false;
+        } else if in_string && byte == b'\\' {
+            escaped = true;
+        } else if byte == b'"' {
+            in_string = !in_string;
+        }
+    }
+    out
 }
 
 /// A URL's userinfo (with its `@`) and query (with its `?`), whichever it has.
@@ -814,6 +840,62 @@ mod tests {
         assert_eq!(
             closed.map(|l| l["reason"].clone()),
             Some(json!("bad token [redacted] at ws://worker/"))
+        );
+    }
+
+    #[test]
+    fn a_short_token_is_taken_out_of_strings_only() {
+        let options = Options {
+            token: "1".into(),
+            ..options()
+        };
+        let mut driver = Driver::new(
+            options,
+            7,
+            100.0,
+            Transport::ProductSocket { pings: true },
+            true,
+        );
+        open(&mut driver, 101.5);
+        let close = Input::SocketClosed {
+            code: Some(4001),
+            reason: "token 1 refused",
+            buffered_amount: 0.0,
+        };
+        feed(&mut driver, vec![(close, 102.5)]);
+        let mut bytes = Vec::new();
+        driver.take_recording(&mut bytes);
+        let lines: Vec<Value> = String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+            .collect();
+        assert_eq!(lines[1], json!({"t": 1.5, "kind": "opened", "conn": 1}));
+        let closed = lines.iter().find(|l| l["kind"] == "closed");
+        assert_eq!(
+            closed.map(|l| (l["t"].clone(), l["code"].clone(), l["reason"].clone())),
+            Some((json!(2.5), json!(4001), json!("token [redacted] refused")))
+        );
+    }
+
+    #[test]
+    fn a_frame_shortened_by_the_scrub_and_ignored_is_still_recorded() {
+        let mut driver = recording_on_product_socket();
+        open(&mut driver, 101.0);
+        let url = "ws://worker/?key=q-secret";
+        let frame =
+            format!(r#"{{"type":"nope","urls":["{url}","{url}","{url}","{url}","{url}"]}}"#);
+        feed(
+            &mut driver,
+            vec![
+                (Input::SocketMessage(r#"{"type":"hello-ack"}"#), 102.0),
+                (Input::SocketMessage(&frame), 103.0),
+            ],
+        );
+        let lines = lines(&mut driver);
+        let recv = lines.iter().find(|l| l["t"] == 3.0 && l["kind"] == "recv");
+        assert_eq!(
+            recv.map(|l| (l["frame"]["urls"][4].clone(), l["ignored"].clone())),
+            Some((json!("ws://worker/"), json!(true)))
         );
     }
 
