@@ -173,8 +173,9 @@ export interface ConnectMigrationOptions {
    *  directory (docs/recording.md). Default: `CTL_MIGRATION_RECORD` from the env, else off.
    *  The token is never written; use `redact` for the payloads' secrets. */
   record?: string | undefined
-  /** The most a recording's file holds, in bytes; past it the oldest migration is dropped first.
-   *  Default: `CTL_MIGRATION_RECORD_MAX_BYTES` from the env, else 4 MiB. */
+  /** The most a recording's file holds, in bytes (a whole number, at least 64 KiB); past it the
+   *  oldest migrations are dropped. Default: `CTL_MIGRATION_RECORD_MAX_BYTES` from the env (one
+   *  that is not such a number is logged and left out), else 4 MiB. */
   recordMaxBytes?: number | undefined
   /** What a recording writes in place of a frame's `payload`, by the frame's type (`state`,
    *  `initial-state`, …). Called with a copy; a value it replaced is also replaced (by

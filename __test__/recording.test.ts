@@ -1,7 +1,7 @@
 // The flight recorder (docs/recording.md) against a scripted worker on loopback: what a client
 // writes to its recording, on the client's own socket and on a product's (`opts.WebSocket`,
 // `ws`'s). Runs in the default suite and on the WebAssembly build (vitest.wasm.config.mjs).
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
@@ -220,6 +220,21 @@ describe.each(transports)('a client recording on $name', ({ opts: socketOpts, tr
     expect(h.logs.filter((l) => l.includes('recording')), h.logs.join('\n')).toEqual([expect.stringMatching(/^recording to .*under-a-file stopped: .*ENOTDIR/)])
   })
 
+  test('a rewrite that fails leaves no temporary file behind', async () => {
+    const client = connect({ onGetState: (id) => ({ id, filler: 'x'.repeat(40_000) }) }, { record: dir, recordMaxBytes: 65_536 })
+    await h.worker.until(() => client.connected, 'connected')
+    const { name } = await recording()
+    // The recording's path is taken by a directory: the rewrite cannot rename its file there.
+    rmSync(join(dir, name))
+    mkdirSync(join(dir, name, 'in-the-way'), { recursive: true })
+    for (let n = 1; n <= 2; n++) {
+      h.worker.push({ type: 'get-state', migrationId: `m${n}` })
+      await h.worker.frame('state', n)
+    }
+    await h.logged('stopped')
+    expect(readdirSync(dir)).toEqual([name])
+  })
+
   test('past its bound the file drops the oldest migration first', async () => {
     const maxBytes = 65_536
     const client = connect({ onGetState: (id) => ({ id, filler: 'x'.repeat(12_000) }) }, { record: dir, recordMaxBytes: maxBytes })
@@ -284,5 +299,19 @@ describe('a file cut by its bound', () => {
     expect(lines[1]).toMatchObject({ kind: 'dropped-migrations', count: 1 })
     const migrations = lines.filter((l) => l.kind === 'recv' && l.frame?.type === 'get-state').map((l) => l.frame.migrationId)
     expect(migrations).toEqual(['m2'])
+  })
+})
+
+describe('the bound', () => {
+  test.each(['lots', '3000'])('CTL_MIGRATION_RECORD_MAX_BYTES=%s is one log line, and the default bound', async (value) => {
+    const client = h.connect({}, {}, { ...h.worker.env(), CTL_MIGRATION_RECORD: dir, CTL_MIGRATION_RECORD_MAX_BYTES: value })
+    await h.worker.until(() => client.connected, 'connected')
+    const { lines } = await recording()
+    expect(lines[0]).toMatchObject({ kind: 'header', maxBytes: 4 * 1024 * 1024 })
+    expect(h.logs.filter((l) => l.includes('CTL_MIGRATION_RECORD_MAX_BYTES'))).toHaveLength(1)
+  })
+
+  test('opts.recordMaxBytes below 64 KiB is a TypeError naming it', () => {
+    expect(() => h.connect({}, { record: dir, recordMaxBytes: 3000 })).toThrow(/opts\.recordMaxBytes must be a whole number of bytes from 65536/)
   })
 })

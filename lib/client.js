@@ -62,7 +62,7 @@ function noopClient() {
  *  @param {Record<string, unknown>} opts @param {Record<string, string | undefined>} env */
 function socketClient(handlers, url, token, name, opts, env) {
   const { options, productSocket, log } = resolveOptions(opts, url, token, name)
-  const recording = recordingOptions(opts, env)
+  const recording = recordingOptions(opts, env, log)
   const { addon, flavor, nativeError } = binding()
   // The WebAssembly build speaks WebSocket itself (over node:net / node:tls), unless the product
   // gave its own socket class.

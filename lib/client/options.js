@@ -17,6 +17,7 @@ const DEFAULT_NATIVE_JITTER = 0.2
 const RECORD_ENV = 'CTL_MIGRATION_RECORD'
 const RECORD_MAX_BYTES_ENV = 'CTL_MIGRATION_RECORD_MAX_BYTES'
 const DEFAULT_RECORD_MAX_BYTES = 4 * 1024 * 1024
+const MIN_RECORD_MAX_BYTES = 64 * 1024
 
 /** A numeric option, or its default, from 0 to `max`.
  *  @param {Options} opts @param {string} key @param {number} fallback @param {number} [max] */
@@ -67,25 +68,36 @@ function resolveOptions(opts, url, token, name) {
   return { options, productSocket, log }
 }
 
+/** A recording's bound is a whole number of bytes, at least one frame's worth (the largest frame
+ *  is 64 KiB): a smaller one could not hold a migration, and would have its file rewritten with
+ *  every write. @param {unknown} value @returns {value is number} */
+const isRecordBound = (value) => Number.isSafeInteger(value) && /** @type {number} */ (value) >= MIN_RECORD_MAX_BYTES
+
 /**
  * The flight recorder's settings (docs/recording.md), or none when it is off: `opts.record`,
  * else `CTL_MIGRATION_RECORD` in `env` or the process's environment.
- * @param {Options} opts @param {Record<string, string | undefined>} env
+ * @param {Options} opts @param {Record<string, string | undefined>} env @param {(line: string) => void} log
  * @returns {import('./recorder.js').Recording | undefined}
  */
-function recordingOptions(opts, env) {
+function recordingOptions(opts, env, log) {
   const fromEnv = (/** @type {string} */ name) => env[name] ?? process.env[name]
   const dir = opts.record ?? fromEnv(RECORD_ENV)
   if (dir === undefined || dir === '') return undefined
   if (typeof dir !== 'string') throw new TypeError(`connectMigration: opts.record must be a directory's path, got ${describe(dir)}`)
+  const rule = `a whole number of bytes from ${MIN_RECORD_MAX_BYTES}`
+  if (opts.recordMaxBytes !== undefined && !isRecordBound(opts.recordMaxBytes)) {
+    throw new TypeError(`connectMigration: opts.recordMaxBytes must be ${rule}, got ${describe(opts.recordMaxBytes)}`)
+  }
   const envMax = fromEnv(RECORD_MAX_BYTES_ENV)
-  const maxFromEnv = envMax === undefined || envMax === '' ? undefined : Number(envMax)
-  if (maxFromEnv !== undefined && !(Number.isSafeInteger(maxFromEnv) && maxFromEnv > 0)) {
-    throw new TypeError(`connectMigration: ${RECORD_MAX_BYTES_ENV} must be a number of bytes, got ${JSON.stringify(envMax)}`)
+  let maxFromEnv = envMax === undefined || envMax === '' ? undefined : Number(envMax)
+  if (maxFromEnv !== undefined && !isRecordBound(maxFromEnv)) {
+    // A diagnostics setting never stops the product.
+    log(`${RECORD_MAX_BYTES_ENV} must be ${rule}, got ${JSON.stringify(envMax)}; recording up to ${DEFAULT_RECORD_MAX_BYTES} bytes`)
+    maxFromEnv = undefined
   }
   return {
     dir,
-    maxBytes: numberOption(opts, 'recordMaxBytes', maxFromEnv ?? DEFAULT_RECORD_MAX_BYTES),
+    maxBytes: /** @type {number | undefined} */ (opts.recordMaxBytes) ?? maxFromEnv ?? DEFAULT_RECORD_MAX_BYTES,
     redact: /** @type {any} */ (functionOption(opts, 'redact')),
   }
 }

@@ -168,7 +168,8 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     }
     // The header is written as the client starts, before its first frame: a process killed
     // moments later still leaves a recording.
-    fd = fs.openSync(file, 'w')
+    // Never another's file: one that is there already is the log line below.
+    fd = fs.openSync(file, 'wx')
     fs.writeSync(fd, `${header}\n`)
     unfinished.add(finishNow)
     if (!exitHooked) {
@@ -237,8 +238,13 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
    *  @param {Buffer} whole */
   async function rewriteFile(whole) {
     const temporary = `${file}.tmp`
-    await fs.promises.writeFile(temporary, whole)
-    await fs.promises.rename(temporary, file)
+    try {
+      await fs.promises.writeFile(temporary, whole)
+      await fs.promises.rename(temporary, file)
+    } catch (e) {
+      await fs.promises.rm(temporary, { force: true }).catch(() => {})
+      throw e
+    }
     const reopened = await new Promise((resolve, reject) => fs.open(file, 'a', (/** @type {unknown} */ e, /** @type {number} */ to) => (e ? reject(e) : resolve(to))))
     closeFile()
     fd = /** @type {number} */ (reopened)
