@@ -100,7 +100,8 @@ enum Event<'a> {
     },
     Settled {
         handler: &'static str,
-        migration_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        migration_id: Option<&'a str>,
         how: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<&'a str>,
@@ -462,7 +463,8 @@ impl Recorder {
                 };
                 let event = Event::Settled {
                     handler: handler.name(),
-                    migration_id,
+                    // Left out, as `call` leaves it out, for a handler of no migration.
+                    migration_id: Some(*migration_id).filter(|id| !id.is_empty()),
                     how,
                     error,
                 };
@@ -724,6 +726,25 @@ mod tests {
         assert!(
             !out.iter().any(|o| matches!(o, Output::Report { .. })),
             "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_handler_of_no_migration_settles_without_a_migration_id() {
+        let mut driver = recording_on_product_socket();
+        open(&mut driver, 101.0);
+        let settled = ProductCall::Settled {
+            handler: HandlerKind::Connected,
+            migration_id: "",
+            settled: Settled::Done,
+        };
+        feed(&mut driver, vec![(Input::Product(settled), 102.0)]);
+        let lines = lines(&mut driver);
+        assert_eq!(
+            lines.last(),
+            Some(
+                &json!({"t": 2.0, "kind": "settled", "handler": "onConnected", "how": "returned"})
+            )
         );
     }
 
