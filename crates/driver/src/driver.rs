@@ -259,9 +259,11 @@ impl Driver {
         let recorder = record.then(|| Recorder::new(&options, now));
         let mut core = Protocol::new(Config::for_transport(options, seed, transport));
         if record {
-            // A recording has the reports' outcomes, whether the glue observes them or not.
+            // A recording has the reports' outcomes, whether the glue observes them or not, and
+            // the notes of the frames the core takes in (the frames it ignores have none).
             core.observe(Observed {
                 reports: true,
+                frames: true,
                 ..Observed::default()
             });
         }

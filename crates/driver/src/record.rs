@@ -12,7 +12,7 @@ use crate::{Input, ProductCall, Report};
 use ctl_migration_core::close_code::{self, BrokenInput};
 use ctl_migration_core::frames::AppliedSummary;
 use ctl_migration_core::protocol::{
-    Action, FrameType, Note, Options, ReportOutcome, Settled, IGNORED_FRAME,
+    Action, Direction, FrameType, Note, Options, ReportOutcome, Settled,
 };
 use memchr::memmem::Finder;
 use serde::Serialize;
@@ -133,9 +133,10 @@ pub struct Recorder {
     start: f64,
     /// The current connection, counted from 1.
     conn: u32,
-    /// Whether the glue wants report notes: the recorder has the core build them always, and
-    /// hands the glue only those it asked for.
+    /// Whether the glue wants report notes and frame notes: the recorder has the core build
+    /// them always, and hands the glue only those it asked for.
     glue_reports: bool,
+    glue_frames: bool,
     /// The lines the glue has not taken yet.
     lines: Vec<u8>,
     /// Whether the glue was told there are lines to take since it last took them.
@@ -143,9 +144,10 @@ pub struct Recorder {
     /// What no line may hold, as JSON writes it, and what is written in its place: the token,
     /// and the worker URL's credentials and query (an error may quote the URL).
     secrets: Vec<(Finder<'static>, &'static str)>,
-    /// Where the latest line starts, if it is a frame from the worker written before the core
-    /// read it; until the next input: a frame the core ignores is marked so.
-    unread: Option<usize>,
+    /// Where the latest line starts and its time, if it is a frame from the worker written
+    /// before the core read it: unless the core's first action is the frame's note (it took the frame in), the
+    /// core ignored it, and the line is marked so.
+    unread: Option<(usize, f64)>,
 }
 
 impl Recorder {
@@ -163,6 +165,7 @@ impl Recorder {
             start,
             conn: 0,
             glue_reports: false,
+            glue_frames: false,
             lines: Vec::new(),
             told: false,
             secrets,
@@ -172,17 +175,29 @@ impl Recorder {
 
     /// Moves the lines written since the glue last took them onto `out`.
     pub fn take(&mut self, out: &mut Vec<u8>) {
+        self.ignored();
         out.append(&mut self.lines);
         self.told = false;
-        self.unread = None;
     }
 
-    /// Writes `event`'s line at `now`, with `raw`'s JSON after it as the field it names.
+    /// Writes `event`'s line at `now`, with `raw`'s JSON after it as the field it names, and
+    /// tells the glue there are lines if it was not told yet.
     fn write(&mut self, now: f64, event: &Event, raw: Option<(&str, &str)>, out: &mut Vec<Output>) {
+        self.tell(out);
+        self.write_line(now, event, raw);
+    }
+
+    fn tell(&mut self, out: &mut Vec<Output>) {
         if !self.told {
             self.told = true;
             out.push(Output::Recorded);
         }
+    }
+
+    /// Writes a line ([`Recorder::write`]); true if `raw` had control characters, written as
+    /// spaces.
+    fn write_line(&mut self, now: f64, event: &Event, raw: Option<(&str, &str)>) -> bool {
+        let mut spaced = false;
         let start = self.lines.len();
         let t = ((now - self.start) * 1000.0).round() / 1000.0;
         self.lines.extend_from_slice(br#"{"t":"#);
@@ -203,12 +218,14 @@ impl Recorder {
             for byte in &mut self.lines[from..] {
                 if *byte < 0x20 {
                     *byte = b' ';
+                    spaced = true;
                 }
             }
             self.lines.push(b'}');
         }
         self.lines.push(b'\n');
         self.scrub(start);
+        spaced
     }
 
     /// Takes every secret out of the line from `start`.
@@ -226,51 +243,62 @@ impl Recorder {
 
     fn recv(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
         let conn = self.conn;
-        // Only a JSON object is written as a frame: anything else would break the line.
-        let object = text.trim_start().starts_with('{')
-            && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
-        if !object {
+        if !text.trim_start().starts_with('{') {
             return self.recv_text(text, now, out);
         }
         let start = self.lines.len();
-        self.write(now, &Event::Recv { conn }, Some(("frame", text)), out);
-        self.unread = Some(start);
+        self.tell(out);
+        let spaced = self.write_line(now, &Event::Recv { conn }, Some(("frame", text)));
+        // Whitespace, or else not JSON (in a string): then the frame is written as text, exactly.
+        if spaced && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+            self.lines.truncate(start);
+            return self.recv_text(text, now, out);
+        }
+        self.unread = Some((start, now));
     }
 
     fn recv_text(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
-        let mut kept = text.len().min(TEXT_KEPT);
-        while !text.is_char_boundary(kept) {
-            kept -= 1;
-        }
-        let event = Event::RecvText {
-            conn: self.conn,
-            text: &text[..kept],
-            bytes: text.len(),
-        };
-        self.write(now, &event, None, out);
+        self.write(now, &text_event(self.conn, text), None, out);
     }
 
-    /// The latest line's frame, which the core ignored, marked so: still a frame, redacted as
-    /// any other.
+    /// The latest line's frame, which the core ignored: marked so if it is JSON (a frame still,
+    /// redacted as any other), else written again as text. Only here is a frame without control
+    /// characters checked to be JSON: one the core took in was.
     fn ignored(&mut self) {
-        if self.unread.take().is_none() {
+        let Some((start, now)) = self.unread.take() else {
+            return;
+        };
+        const FRAME: &[u8] = b",\"frame\":";
+        let line = self.lines.get(start..).unwrap_or_default();
+        // The line ends with the frame, its `}` and its newline.
+        let from = memchr::memmem::find(line, FRAME).map_or(line.len(), |at| at + FRAME.len());
+        let frame = line
+            .get(from..line.len().saturating_sub(2))
+            .unwrap_or_default();
+        if serde_json::from_slice::<serde::de::IgnoredAny>(frame).is_ok() {
+            self.lines.truncate(self.lines.len().saturating_sub(2));
+            self.lines.extend_from_slice(b",\"ignored\":true}\n");
             return;
         }
-        // The line ends with its `}` and newline.
-        self.lines.truncate(self.lines.len().saturating_sub(2));
-        self.lines.extend_from_slice(b",\"ignored\":true}\n");
+        // As it was written: no secret in it.
+        let text = String::from_utf8_lossy(frame).into_owned();
+        self.lines.truncate(start);
+        // The frame's line told the glue already.
+        self.write_line(now, &text_event(self.conn, &text), None);
     }
 
     /// Records `input`, and gives back what the core is to be given instead: the report notes
     /// a recording has are always observed.
     pub fn input<'a>(&mut self, input: Input<'a>, now: f64, out: &mut Vec<Output>) -> Input<'a> {
-        self.unread = None;
+        self.ignored();
         let conn = self.conn;
         match &input {
             Input::Product(ProductCall::Observe(observed)) => {
                 self.glue_reports = observed.reports;
+                self.glue_frames = observed.frames;
                 let mut observed = *observed;
                 observed.reports = true;
+                observed.frames = true;
                 return Input::Product(ProductCall::Observe(observed));
             }
             Input::Product(call) => self.product(call, now, out),
@@ -313,12 +341,14 @@ impl Recorder {
     /// Records `action` as it leaves the core; false when the glue is not to have it (a report
     /// note only the recording asked for).
     pub fn action(&mut self, action: &Action, now: f64, out: &mut Vec<Output>) -> bool {
-        if let Action::Log(line) = action {
-            if line.starts_with(IGNORED_FRAME) {
-                self.ignored();
-            }
+        match action {
+            // The core took the frame in.
+            Action::Note(Note::Frame {
+                direction: Direction::In,
+                ..
+            }) => self.unread = None,
+            _ => self.ignored(),
         }
-        self.unread = None;
         let conn = self.conn;
         match action {
             Action::Open => {
@@ -369,7 +399,8 @@ impl Recorder {
                 self.write(now, &event, None, out);
                 return self.glue_reports;
             }
-            Action::Note(_) => {}
+            Action::Note(Note::Frame { .. }) => return self.glue_frames,
+            Action::Note(Note::Connection { .. }) => {}
         }
         true
     }
@@ -377,7 +408,7 @@ impl Recorder {
     /// Records what the driver's own WebSocket read: the upgrade's end, a message, a close, a
     /// pong, or why the connection cannot go on.
     pub fn read(&mut self, incoming: &Incoming, now: f64, out: &mut Vec<Output>) {
-        self.unread = None;
+        self.ignored();
         let conn = self.conn;
         match incoming {
             Incoming::Nothing => {}
@@ -429,7 +460,7 @@ impl Recorder {
     /// Records the end of the driver's byte stream: a connection that broke once `open`, else
     /// a connect that failed.
     pub fn stream_ended(&mut self, open: bool, error: &str, now: f64, out: &mut Vec<Output>) {
-        self.unread = None;
+        self.ignored();
         let conn = self.conn;
         let event = match open {
             true => Event::Dropped { conn, error },
@@ -486,6 +517,20 @@ impl Recorder {
         };
         let event = Event::Product { call, reason };
         self.write(now, &event, payload.map(|json| ("payload", json)), out);
+    }
+}
+
+/// A frame from the worker that is not JSON, as it is recorded: at most [`TEXT_KEPT`] bytes of
+/// it, and its length.
+fn text_event(conn: u32, text: &str) -> Event<'_> {
+    let mut kept = text.len().min(TEXT_KEPT);
+    while !text.is_char_boundary(kept) {
+        kept -= 1;
+    }
+    Event::RecvText {
+        conn,
+        text: &text[..kept],
+        bytes: text.len(),
     }
 }
 
@@ -842,6 +887,19 @@ mod tests {
                 &json!({"t": 3.0, "kind": "recv", "conn": 1, "frame": serde_json::from_str::<Value>(frame).ok(), "ignored": true})
             )
         );
+    }
+
+    #[test]
+    fn the_glue_is_handed_no_frame_notes_it_did_not_ask_for() {
+        let mut driver = recording_on_product_socket();
+        let mut out = open(&mut driver, 101.0);
+        let ack = Input::SocketMessage(r#"{"type":"hello-ack"}"#);
+        let _ = driver.handle(ack, 102.0, &mut out);
+        assert!(
+            !out.iter().any(|o| matches!(o, Output::Frame { .. })),
+            "{out:?}"
+        );
+        assert_eq!(lines(&mut driver)[3].get("ignored"), None);
     }
 
     #[test]
