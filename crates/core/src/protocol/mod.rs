@@ -25,10 +25,6 @@ use crate::close_code;
 use crate::frames::{parse_worker_frame, JobFrame, WorkerFrame};
 use std::collections::VecDeque;
 
-/// How the log line of a frame from the worker the core could not take in begins (a recorder
-/// then keeps the frame as text).
-pub const IGNORED_FRAME: &str = "ignoring frame from the worker: ";
-
 /// What the product gave `connectMigration`, resolved to values by the glue: the same on every
 /// build and transport.
 #[derive(Debug, Clone)]
@@ -357,7 +353,7 @@ impl Protocol {
         let frame = match parse_worker_frame(text) {
             Ok(frame) => frame,
             Err(reason) => {
-                self.log(format!("{IGNORED_FRAME}{reason}"));
+                self.log(format!("ignoring frame from the worker: {reason}"));
                 return;
             }
         };
