@@ -138,14 +138,15 @@ impl<S> State<S> {
         self.stream.take()
     }
 
-    /// The stream ended under us (its end was read, or it failed): it is let go of before the
-    /// driver hears of it, with whatever it had still to write.
-    fn lose_stream(&mut self) {
+    /// The stream ended under us (its end was read, or it failed): it is let go of, with
+    /// whatever it had still to write, before the driver hears of it as `input`.
+    fn lose_stream(&mut self, input: Input<'_>, now: f64, out: &mut Vec<Output>) {
         if let Some(mut stream) = self.end_connection() {
             // A TLS alert saying why (a certificate refused) goes out if it can.
             let _ = stream.flush();
         }
         self.unsent.clear();
+        let _ = self.driver.handle(input, now, out);
     }
 
     /// JavaScript reads the stream but has left input waiting in it.
@@ -167,8 +168,9 @@ impl<S> State<S> {
 
     /// Tells the driver the stream failed with `error`, letting go of it.
     fn stream_failed(&mut self, error: &str, caller: Caller) -> JsWork {
-        self.lose_stream();
-        self.handle(Input::StreamEnded(error), caller).1
+        let mut out = Vec::new();
+        self.lose_stream(Input::StreamEnded(error), self.now_ms(), &mut out);
+        carry_out(self, out, caller)
     }
 
     /// Takes `input` in at the driver's clock and carries out what it asks.
@@ -377,10 +379,7 @@ fn carry_out<S>(state: &mut State<S>, mut out: Vec<Output>, caller: Caller) -> J
                     .handle(Input::StreamWriteBlocked, now, &mut out);
             }
             Some(Wrote::Failed(error)) => {
-                state.lose_stream();
-                let _ = state
-                    .driver
-                    .handle(Input::StreamEnded(&error), now, &mut out);
+                state.lose_stream(Input::StreamEnded(&error), now, &mut out);
             }
         }
     }
@@ -436,8 +435,7 @@ fn read_one<S>(state: &mut State<S>, caller: Caller) -> Option<JsWork> {
             let stream = state.stream.as_mut()?;
             match stream.read(&mut state.chunk) {
                 Ok(0) => {
-                    state.lose_stream();
-                    let _ = state.driver.handle(Input::StreamEof, now, &mut out);
+                    state.lose_stream(Input::StreamEof, now, &mut out);
                     Ok(true)
                 }
                 Ok(n) => {
@@ -447,10 +445,7 @@ fn read_one<S>(state: &mut State<S>, caller: Caller) -> Option<JsWork> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
                 Err(e) => {
                     let error = WsError::Io(e).to_string();
-                    state.lose_stream();
-                    let _ = state
-                        .driver
-                        .handle(Input::StreamEnded(&error), now, &mut out);
+                    state.lose_stream(Input::StreamEnded(&error), now, &mut out);
                     Ok(true)
                 }
             }
