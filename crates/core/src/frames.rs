@@ -148,31 +148,53 @@ impl JobFrame {
             JobFrame::StateRefused { reason } | JobFrame::Abort { reason } => {
                 w.str_field("reason", reason)
             }
-            JobFrame::TargetApplied(summary) => {
-                if let Some(applied) = &summary.applied {
-                    let items: Vec<String> = applied.iter().map(|s| json_string(s)).collect();
-                    w.raw_field("applied", &format!("[{}]", items.join(",")));
-                }
-                if let Some(failed) = &summary.failed {
-                    let items: Vec<String> = failed
-                        .iter()
-                        .map(|f| {
-                            format!(
-                                "{{\"id\":{},\"reason\":{}}}",
-                                json_string(&f.id),
-                                json_string(&f.reason)
-                            )
-                        })
-                        .collect();
-                    w.raw_field("failed", &format!("[{}]", items.join(",")));
-                }
-                if let Some(skew) = summary.skew_ms {
-                    w.raw_field("skewMs", &js_number(skew));
-                }
-            }
+            JobFrame::TargetApplied(summary) => summary.write_fields(&mut w),
         }
         w.finish()
     }
+}
+
+impl AppliedSummary {
+    /// The summary as the JSON object `reportApplied` was given (its fields, no frame type).
+    pub fn to_json(&self) -> String {
+        let mut w = FrameWriter(String::from("{"));
+        self.write_fields(&mut w);
+        // The first field's comma opens the object instead.
+        if w.0.len() > 1 {
+            w.0.remove(1);
+        }
+        w.finish()
+    }
+
+    fn write_fields(&self, w: &mut FrameWriter) {
+        if let Some(applied) = &self.applied {
+            let items: Vec<String> = applied.iter().map(|s| json_string(s)).collect();
+            w.raw_field("applied", &format!("[{}]", items.join(",")));
+        }
+        if let Some(failed) = &self.failed {
+            let items: Vec<String> = failed
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{{\"id\":{},\"reason\":{}}}",
+                        json_string(&f.id),
+                        json_string(&f.reason)
+                    )
+                })
+                .collect();
+            w.raw_field("failed", &format!("[{}]", items.join(",")));
+        }
+        if let Some(skew) = self.skew_ms {
+            w.raw_field("skewMs", &js_number(skew));
+        }
+    }
+}
+
+/// Whether `text` is one JSON value (and nothing but whitespace around it), as the core reads
+/// frames: no tree built.
+pub fn is_json(text: &str) -> bool {
+    let mut s = Scanner::new(text);
+    s.value(false).is_ok() && s.end().is_ok()
 }
 
 pub(crate) struct FrameWriter(String);

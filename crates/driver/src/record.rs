@@ -10,7 +10,7 @@ use crate::wire::Incoming;
 use crate::ws;
 use crate::{Input, ProductCall, Report};
 use ctl_migration_core::close_code::{self, BrokenInput};
-use ctl_migration_core::frames::AppliedSummary;
+use ctl_migration_core::frames::{is_json, json_string};
 use ctl_migration_core::protocol::{
     Action, Direction, FrameType, Note, Options, ReportOutcome, Settled,
 };
@@ -250,7 +250,7 @@ impl Recorder {
         self.tell(out);
         let spaced = self.write_line(now, &Event::Recv { conn }, Some(("frame", text)));
         // Whitespace, or else not JSON (in a string): then the frame is written as text, exactly.
-        if spaced && serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+        if spaced && !is_json(text) {
             self.lines.truncate(start);
             return self.recv_text(text, now, out);
         }
@@ -275,7 +275,7 @@ impl Recorder {
         let frame = line
             .get(from..line.len().saturating_sub(2))
             .unwrap_or_default();
-        if serde_json::from_slice::<serde::de::IgnoredAny>(frame).is_ok() {
+        if std::str::from_utf8(frame).is_ok_and(is_json) {
             self.lines.truncate(self.lines.len().saturating_sub(2));
             self.lines.extend_from_slice(b",\"ignored\":true}\n");
             return;
@@ -510,7 +510,7 @@ impl Recorder {
             Report::Ready(payload) => ("reportReady", Some(payload.as_str()), None),
             Report::StoppedOutput(payload) => ("reportStoppedOutput", Some(payload.as_str()), None),
             Report::Applied(applied) => {
-                summary = summary_json(applied);
+                summary = applied.to_json();
                 ("reportApplied", Some(summary.as_str()), None)
             }
             Report::Abort(reason) => ("abort", None, Some(reason.as_str())),
@@ -536,7 +536,7 @@ fn text_event(conn: u32, text: &str) -> Event<'_> {
 
 /// `text` as it is between the quotes of a JSON string.
 fn json_escaped(text: &str) -> String {
-    let quoted = serde_json::to_string(text).unwrap_or_default();
+    let quoted = json_string(text);
     quoted
         .get(1..quoted.len().saturating_sub(1))
         .unwrap_or_default()
@@ -585,25 +585,6 @@ fn url_secrets(url: &str) -> impl Iterator<Item = &str> {
 /// A ping's or pong's number, as the core numbers them (eight bytes, big-endian).
 fn number(payload: &[u8]) -> Option<u64> {
     payload.try_into().ok().map(u64::from_be_bytes)
-}
-
-/// `reportApplied`'s summary as the JSON the product gave (checked by the glue).
-fn summary_json(summary: &AppliedSummary) -> String {
-    let mut object = serde_json::Map::new();
-    if let Some(applied) = &summary.applied {
-        object.insert("applied".into(), applied.clone().into());
-    }
-    if let Some(failed) = &summary.failed {
-        let failed = failed
-            .iter()
-            .map(|f| serde_json::json!({ "id": f.id, "reason": f.reason }))
-            .collect::<Vec<_>>();
-        object.insert("failed".into(), failed.into());
-    }
-    if let Some(skew_ms) = summary.skew_ms {
-        object.insert("skewMs".into(), skew_ms.into());
-    }
-    serde_json::Value::Object(object).to_string()
 }
 
 #[cfg(test)]

@@ -821,3 +821,27 @@ fn generated_frames_read_as_serde_json_reads_them() {
         "{objects} objects, {frames} frames"
     );
 }
+
+#[test]
+fn an_applied_summary_is_the_object_report_applied_was_given() {
+    let summary = AppliedSummary {
+        applied: Some(vec!["a".into()]),
+        failed: Some(vec![FailedPart {
+            id: "b".into(),
+            reason: "c\"d".into(),
+        }]),
+        skew_ms: Some(3.0),
+    };
+    assert_eq!(
+        summary.to_json(),
+        r#"{"applied":["a"],"failed":[{"id":"b","reason":"c\"d"}],"skewMs":3}"#
+    );
+    assert_eq!(AppliedSummary::default().to_json(), "{}");
+}
+
+#[test]
+fn json_is_one_value_and_whitespace() {
+    assert!(is_json(" {\"a\": [1, 2.5, \"x\"]}\n"));
+    assert!(!is_json("{\"a\":1"));
+    assert!(!is_json("{} {}"));
+}
