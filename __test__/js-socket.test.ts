@@ -487,16 +487,11 @@ describe('a source handing over', () => {
     client.abort('giving up')
     expect(socket.sent.slice(1)).toEqual(['{"type":"abort","reason":"giving up"}'])
   })
-  test('a handler that is not a function is logged as the TypeError calling it throws', async () => {
-    const { client, socket } = await connected({ onAbort: 5 } as unknown as MigrationHandlers)
-    socket.receive({ type: 'abort', migrationId: 'm1', reason: 'x' })
-    await flush()
-    expect(logs).toContain("handler for 'abort' threw: TypeError: this.handlers.onAbort is not a function")
-    expect(client.connected).toBe(true)
-  })
-
-  test('a falsy handler other than null or undefined is called, as the reference calls it with ?.', async () => {
-    const { client, socket } = await connected({ onAbort: 0 } as unknown as MigrationHandlers)
+  test.each([
+    ['a handler that is not a function is logged as the TypeError calling it throws', 5],
+    ['a falsy handler other than null or undefined is called, as the reference calls it with ?.', 0],
+  ])('%s', async (_name, onAbort) => {
+    const { client, socket } = await connected({ onAbort } as unknown as MigrationHandlers)
     socket.receive({ type: 'abort', migrationId: 'm1', reason: 'x' })
     await flush()
     expect(logs).toContain("handler for 'abort' threw: TypeError: this.handlers.onAbort is not a function")
