@@ -17,6 +17,8 @@ use ctl_migration_core::protocol::{
 use memchr::memmem::Finder;
 use serde::Serialize;
 use std::io::Write;
+use std::ops::Range;
+use std::sync::Arc;
 use tungstenite::error::Error as WsError;
 use tungstenite::Message;
 
@@ -28,14 +30,15 @@ const REDACTED: &str = "[redacted]";
 const TEXT_KEPT: usize = 1024;
 
 /// One event of a recording: its line but for `t`, and for a frame's or a payload's JSON, which
-/// is written after it as it is.
+/// is written after it as it is. It owns what it holds: its line is made when the glue takes the
+/// recording, off the frame's way.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(
     tag = "kind",
     rename_all = "kebab-case",
     rename_all_fields = "camelCase"
 )]
-enum Event<'a> {
+enum Event {
     /// The client starts connection `conn` (the core's `Open`).
     Connect {
         conn: u32,
@@ -45,7 +48,7 @@ enum Event<'a> {
     },
     OpenFailed {
         conn: u32,
-        error: &'a str,
+        error: Box<str>,
     },
     /// A frame from the worker, followed by its JSON as `frame` (and `"ignored":true` if the
     /// core ignored it).
@@ -57,7 +60,7 @@ enum Event<'a> {
     #[serde(rename = "recv")]
     RecvText {
         conn: u32,
-        text: &'a str,
+        text: Box<str>,
         bytes: usize,
     },
     /// A frame the client put on the socket, followed by its JSON as `frame`.
@@ -68,7 +71,7 @@ enum Event<'a> {
     Closed {
         conn: u32,
         code: u16,
-        reason: &'a str,
+        reason: Box<str>,
     },
     /// The client closed it; without a code, it gave up on it.
     Close {
@@ -76,12 +79,12 @@ enum Event<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<u16>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'a str>,
+        reason: Option<Box<str>>,
     },
     /// It broke without a close frame.
     Dropped {
         conn: u32,
-        error: &'a str,
+        error: Box<str>,
     },
     Ping {
         conn: u32,
@@ -96,33 +99,33 @@ enum Event<'a> {
     Call {
         handler: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
+        migration_id: Option<Arc<str>>,
     },
     Settled {
         handler: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
+        migration_id: Option<Arc<str>>,
         how: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<&'a str>,
+        error: Option<Box<str>>,
     },
     /// A product call, with its `reason`, or followed by its payload's JSON as `payload`.
     Product {
         call: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'a str>,
+        reason: Option<Box<str>>,
     },
     /// A report's outcome, as `ctl-migration:report` carries it.
     Note {
         report_type: &'static str,
         outcome: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        migration_id: Option<&'a str>,
+        migration_id: Option<Arc<str>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<&'static str>,
     },
     Log {
-        line: &'a str,
+        line: Box<str>,
     },
 }
 
@@ -137,17 +140,21 @@ pub struct Recorder {
     /// them always, and hands the glue only those it asked for.
     glue_reports: bool,
     glue_frames: bool,
-    /// The lines the glue has not taken yet.
-    lines: Vec<u8>,
+    /// The events the glue has not taken yet, and the frames and payloads they carry, one
+    /// after another: a frame's way is not slowed by an allocation for it.
+    pending: Vec<Pending>,
+    carried: String,
+    /// The latest migration id recorded, shared by the events that name it.
+    migration_id: Option<Arc<str>>,
     /// Whether the glue was told there are lines to take since it last took them.
     told: bool,
     /// What no line may hold, as JSON writes it, and what is written in its place: the token,
     /// and the worker URL's credentials and query (an error may quote the URL).
     secrets: Vec<(Finder<'static>, &'static str)>,
-    /// Where the latest line starts and its time, if it is a frame from the worker written
-    /// before the core read it: unless the core's first action is the frame's note (it took the frame in), the
-    /// core ignored it, and the line is marked so.
-    unread: Option<(usize, f64)>,
+    /// The latest event, if it is a frame from the worker recorded before the core read it:
+    /// unless the core's first action is the frame's note (it took the frame in), the core
+    /// ignored it, and its line is marked so.
+    unread: Option<usize>,
 }
 
 impl Recorder {
@@ -166,125 +173,75 @@ impl Recorder {
             conn: 0,
             glue_reports: false,
             glue_frames: false,
-            lines: Vec::new(),
+            pending: Vec::new(),
+            carried: String::new(),
+            migration_id: None,
             told: false,
             secrets,
             unread: None,
         }
     }
 
-    /// Moves the lines written since the glue last took them onto `out`.
+    /// Writes the lines of the events since the glue last took them onto `out`.
     pub fn take(&mut self, out: &mut Vec<u8>) {
         self.ignored();
-        out.append(&mut self.lines);
+        for pending in self.pending.drain(..) {
+            let start = out.len();
+            pending.write(out, &self.carried);
+            scrub(out, start, &self.secrets);
+        }
+        self.carried.clear();
         self.told = false;
     }
 
-    /// Writes `event`'s line at `now`, with `raw`'s JSON after it as the field it names, and
-    /// tells the glue there are lines if it was not told yet.
-    fn write(&mut self, now: f64, event: &Event, raw: Option<(&str, &str)>, out: &mut Vec<Output>) {
-        self.tell(out);
-        self.write_line(now, event, raw);
-    }
-
-    fn tell(&mut self, out: &mut Vec<Output>) {
+    /// Records `event` at `now`, with `raw`'s JSON after it as the field it names, and tells
+    /// the glue there are lines if it was not told yet.
+    fn write(
+        &mut self,
+        now: f64,
+        event: Event,
+        raw: Option<(&'static str, &str)>,
+        out: &mut Vec<Output>,
+    ) {
         if !self.told {
             self.told = true;
             out.push(Output::Recorded);
         }
-    }
-
-    /// Writes a line ([`Recorder::write`]); true if `raw` had control characters, written as
-    /// spaces.
-    fn write_line(&mut self, now: f64, event: &Event, raw: Option<(&str, &str)>) -> bool {
-        let mut spaced = false;
-        let start = self.lines.len();
-        let t = ((now - self.start) * 1000.0).round() / 1000.0;
-        self.lines.extend_from_slice(br#"{"t":"#);
-        // Writing into a Vec fails only for a map key that is not a string, which no event has.
-        let _ = serde_json::to_writer(&mut self.lines, &t);
-        let at = self.lines.len();
-        let _ = serde_json::to_writer(&mut self.lines, event);
-        // The event's own `{` continues the line.
-        self.lines[at] = b',';
-        if let Some((field, json)) = raw {
-            self.lines.pop();
-            let _ = write!(self.lines, ",\"{field}\":");
-            let from = self.lines.len();
-            self.lines.extend_from_slice(json.as_bytes());
-            // One line an event: a control character is whitespace in JSON (a pretty-printed
-            // frame's newlines) or else not JSON at all (in a string), so a space keeps the
-            // JSON's meaning and the line whole.
-            for byte in &mut self.lines[from..] {
-                if *byte < 0x20 {
-                    *byte = b' ';
-                    spaced = true;
-                }
-            }
-            self.lines.push(b'}');
-        }
-        self.lines.push(b'\n');
-        self.scrub(start);
-        spaced
-    }
-
-    /// Takes every secret out of the line from `start`.
-    fn scrub(&mut self, start: usize) {
-        for (secret, instead) in &self.secrets {
-            if secret.find(&self.lines[start..]).is_none() {
-                continue;
-            }
-            let line =
-                in_strings_replaced(&self.lines[start..], secret.needle(), instead.as_bytes());
-            self.lines.truncate(start);
-            self.lines.extend_from_slice(&line);
-        }
+        self.pending.push(Pending {
+            t: ((now - self.start) * 1000.0).round() / 1000.0,
+            event,
+            raw: raw.map(|(field, json)| {
+                let from = self.carried.len();
+                self.carried.push_str(json);
+                (field, from..self.carried.len())
+            }),
+            ignored: false,
+        });
     }
 
     fn recv(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
         let conn = self.conn;
         if !text.trim_start().starts_with('{') {
-            return self.recv_text(text, now, out);
+            return self.write(now, text_event(conn, text), None, out);
         }
-        let start = self.lines.len();
-        self.tell(out);
-        let spaced = self.write_line(now, &Event::Recv { conn }, Some(("frame", text)));
-        // Whitespace, or else not JSON (in a string): then the frame is written as text, exactly.
-        if spaced && !is_json(text) {
-            self.lines.truncate(start);
-            return self.recv_text(text, now, out);
-        }
-        self.unread = Some((start, now));
+        self.write(now, Event::Recv { conn }, Some(("frame", text)), out);
+        self.unread = self.pending.len().checked_sub(1);
     }
 
-    fn recv_text(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
-        self.write(now, &text_event(self.conn, text), None, out);
+    /// `id`, shared with the events before that name it.
+    fn migration_id(&mut self, id: Option<&str>) -> Option<Arc<str>> {
+        let id = id?;
+        match &self.migration_id {
+            Some(latest) if **latest == *id => Some(latest.clone()),
+            _ => Some(self.migration_id.insert(id.into()).clone()),
+        }
     }
 
-    /// The latest line's frame, which the core ignored: marked so if it is JSON (a frame still,
-    /// redacted as any other), else written again as text. Only here is a frame without control
-    /// characters checked to be JSON: one the core took in was.
+    /// The latest event's frame, which the core ignored.
     fn ignored(&mut self) {
-        let Some((start, now)) = self.unread.take() else {
-            return;
-        };
-        const FRAME: &[u8] = b",\"frame\":";
-        let line = self.lines.get(start..).unwrap_or_default();
-        // The line ends with the frame, its `}` and its newline.
-        let from = memchr::memmem::find(line, FRAME).map_or(line.len(), |at| at + FRAME.len());
-        let frame = line
-            .get(from..line.len().saturating_sub(2))
-            .unwrap_or_default();
-        if std::str::from_utf8(frame).is_ok_and(is_json) {
-            self.lines.truncate(self.lines.len().saturating_sub(2));
-            self.lines.extend_from_slice(b",\"ignored\":true}\n");
-            return;
+        if let Some(pending) = self.unread.take().and_then(|at| self.pending.get_mut(at)) {
+            pending.ignored = true;
         }
-        // As it was written: no secret in it.
-        let text = String::from_utf8_lossy(frame).into_owned();
-        self.lines.truncate(start);
-        // The frame's line told the glue already.
-        self.write_line(now, &text_event(self.conn, &text), None);
     }
 
     /// Records `input`, and gives back what the core is to be given instead: the report notes
@@ -302,27 +259,58 @@ impl Recorder {
                 return Input::Product(ProductCall::Observe(observed));
             }
             Input::Product(call) => self.product(call, now, out),
-            Input::TimerFired => self.write(now, &Event::Timer, None, out),
-            Input::SocketOpened => self.write(now, &Event::Opened { conn }, None, out),
-            Input::SocketOpenFailed(error) => {
-                self.write(now, &Event::OpenFailed { conn, error }, None, out)
-            }
+            Input::TimerFired => self.write(now, Event::Timer, None, out),
+            Input::SocketOpened => self.write(now, Event::Opened { conn }, None, out),
+            Input::SocketOpenFailed(error) => self.write(
+                now,
+                Event::OpenFailed {
+                    conn,
+                    error: (*error).into(),
+                },
+                None,
+                out,
+            ),
             Input::SocketMessage(text) => self.recv(text, now, out),
             Input::SocketClosed { code, reason, .. } => {
                 let code = code.unwrap_or(close_code::NO_STATUS);
-                self.write(now, &Event::Closed { conn, code, reason }, None, out)
+                self.write(
+                    now,
+                    Event::Closed {
+                        conn,
+                        code,
+                        reason: (*reason).into(),
+                    },
+                    None,
+                    out,
+                )
             }
             Input::SocketErrored { .. } => {
                 let error = "socket error";
-                self.write(now, &Event::Dropped { conn, error }, None, out)
+                self.write(
+                    now,
+                    Event::Dropped {
+                        conn,
+                        error: error.into(),
+                    },
+                    None,
+                    out,
+                )
             }
             Input::SocketSendFailed { error, .. } => {
                 let error = &format!("send failed: {error}");
-                self.write(now, &Event::Dropped { conn, error }, None, out)
+                self.write(
+                    now,
+                    Event::Dropped {
+                        conn,
+                        error: error.as_str().into(),
+                    },
+                    None,
+                    out,
+                )
             }
             Input::SocketPong(payload) => {
                 if let Some(number) = number(payload) {
-                    self.write(now, &Event::Pong { conn, number }, None, out)
+                    self.write(now, Event::Pong { conn, number }, None, out)
                 }
             }
             // The driver's own WebSocket: recorded as it reads ([`Recorder::read`]).
@@ -354,34 +342,50 @@ impl Recorder {
             Action::Open => {
                 self.conn += 1;
                 let conn = self.conn;
-                self.write(now, &Event::Connect { conn }, None, out);
+                self.write(now, Event::Connect { conn }, None, out);
             }
             Action::Send(frame) => {
                 let text = match frame.frame_type {
                     FrameType::Hello => HELLO,
                     _ => &frame.text,
                 };
-                self.write(now, &Event::Sent { conn }, Some(("frame", text)), out);
+                self.write(now, Event::Sent { conn }, Some(("frame", text)), out);
                 if let Some(number) = frame.ping_after {
-                    self.write(now, &Event::Ping { conn, number }, None, out);
+                    self.write(now, Event::Ping { conn, number }, None, out);
                 }
             }
             Action::Close { code, reason } => {
                 let (code, reason) = (*code, *reason);
-                self.write(now, &Event::Close { conn, code, reason }, None, out)
+                self.write(
+                    now,
+                    Event::Close {
+                        conn,
+                        code,
+                        reason: reason.map(Into::into),
+                    },
+                    None,
+                    out,
+                )
             }
             Action::Ping(number) => {
                 let number = *number;
-                self.write(now, &Event::Ping { conn, number }, None, out)
+                self.write(now, Event::Ping { conn, number }, None, out)
             }
             Action::Call(call) => {
                 let event = Event::Call {
                     handler: call.handler.name(),
-                    migration_id: call.migration_id.as_deref(),
+                    migration_id: self.migration_id(call.migration_id.as_deref()),
                 };
-                self.write(now, &event, None, out)
+                self.write(now, event, None, out)
             }
-            Action::Log(line) => self.write(now, &Event::Log { line }, None, out),
+            Action::Log(line) => self.write(
+                now,
+                Event::Log {
+                    line: line.as_str().into(),
+                },
+                None,
+                out,
+            ),
             Action::Note(Note::Report {
                 frame_type,
                 outcome,
@@ -390,13 +394,13 @@ impl Recorder {
                 let event = Event::Note {
                     report_type: frame_type.as_str(),
                     outcome: outcome.as_str(),
-                    migration_id: migration_id.as_deref(),
+                    migration_id: self.migration_id(migration_id.as_deref()),
                     reason: match outcome {
                         ReportOutcome::Dropped { reason } => Some(reason),
                         _ => None,
                     },
                 };
-                self.write(now, &event, None, out);
+                self.write(now, event, None, out);
                 return self.glue_reports;
             }
             Action::Note(Note::Frame { .. }) => return self.glue_frames,
@@ -412,10 +416,16 @@ impl Recorder {
         let conn = self.conn;
         match incoming {
             Incoming::Nothing => {}
-            Incoming::Opened => self.write(now, &Event::Opened { conn }, None, out),
-            Incoming::Refused(error) => {
-                self.write(now, &Event::OpenFailed { conn, error }, None, out)
-            }
+            Incoming::Opened => self.write(now, Event::Opened { conn }, None, out),
+            Incoming::Refused(error) => self.write(
+                now,
+                Event::OpenFailed {
+                    conn,
+                    error: error.as_str().into(),
+                },
+                None,
+                out,
+            ),
             Incoming::Read(Ok(message)) => match message {
                 Message::Text(text) => self.recv(text.as_str(), now, out),
                 // D12: read as text, as the core reads it.
@@ -424,11 +434,20 @@ impl Recorder {
                     let (code, reason) = frame.as_ref().map_or((close_code::NO_STATUS, ""), |f| {
                         (u16::from(f.code), f.reason.as_str())
                     });
-                    self.write(now, &Event::Closed { conn, code, reason }, None, out)
+                    self.write(
+                        now,
+                        Event::Closed {
+                            conn,
+                            code,
+                            reason: reason.into(),
+                        },
+                        None,
+                        out,
+                    )
                 }
                 Message::Pong(payload) => {
                     if let Some(number) = number(payload) {
-                        self.write(now, &Event::Pong { conn, number }, None, out)
+                        self.write(now, Event::Pong { conn, number }, None, out)
                     }
                 }
                 _ => {}
@@ -446,13 +465,21 @@ impl Recorder {
                 let event = Event::Close {
                     conn,
                     code: Some(code),
-                    reason: Some(reason),
+                    reason: Some(reason.into()),
                 };
-                self.write(now, &event, None, out)
+                self.write(now, event, None, out)
             }
             None => {
                 let error = &error.to_string();
-                self.write(now, &Event::Dropped { conn, error }, None, out)
+                self.write(
+                    now,
+                    Event::Dropped {
+                        conn,
+                        error: error.as_str().into(),
+                    },
+                    None,
+                    out,
+                )
             }
         }
     }
@@ -463,10 +490,16 @@ impl Recorder {
         self.ignored();
         let conn = self.conn;
         let event = match open {
-            true => Event::Dropped { conn, error },
-            false => Event::OpenFailed { conn, error },
+            true => Event::Dropped {
+                conn,
+                error: error.into(),
+            },
+            false => Event::OpenFailed {
+                conn,
+                error: error.into(),
+            },
         };
-        self.write(now, &event, None, out);
+        self.write(now, event, None, out);
     }
 
     /// A product call's line; none for starting and observing.
@@ -478,7 +511,7 @@ impl Recorder {
                     call: "close",
                     reason: None,
                 };
-                return self.write(now, &event, None, out);
+                return self.write(now, event, None, out);
             }
             ProductCall::Settled {
                 handler,
@@ -495,11 +528,12 @@ impl Recorder {
                 let event = Event::Settled {
                     handler: handler.name(),
                     // Left out, as `call` leaves it out, for a handler of no migration.
-                    migration_id: Some(*migration_id).filter(|id| !id.is_empty()),
+                    migration_id: self
+                        .migration_id(Some(*migration_id).filter(|id| !id.is_empty())),
                     how,
-                    error,
+                    error: error.map(Into::into),
                 };
-                return self.write(now, &event, None, out);
+                return self.write(now, event, None, out);
             }
             ProductCall::Report(report) => report,
         };
@@ -515,21 +549,115 @@ impl Recorder {
             }
             Report::Abort(reason) => ("abort", None, Some(reason.as_str())),
         };
-        let event = Event::Product { call, reason };
-        self.write(now, &event, payload.map(|json| ("payload", json)), out);
+        let event = Event::Product {
+            call,
+            reason: reason.map(Into::into),
+        };
+        self.write(now, event, payload.map(|json| ("payload", json)), out);
     }
+}
+
+/// An event waiting for its line.
+#[derive(Debug)]
+struct Pending {
+    /// Milliseconds since the client started.
+    t: f64,
+    event: Event,
+    /// The JSON written after the event as the field it names: a frame, or a payload.
+    raw: Option<(&'static str, Range<usize>)>,
+    /// A frame from the worker that the core did not take in.
+    ignored: bool,
+}
+
+impl Pending {
+    /// Writes the event's line onto `out`; what it carries is in `carried`.
+    fn write(self, out: &mut Vec<u8>, carried: &str) {
+        let Pending {
+            t,
+            event,
+            raw,
+            ignored,
+        } = self;
+        let raw = raw.map(|(field, range)| (field, carried.get(range).unwrap_or_default()));
+        if let (Event::Recv { conn }, Some((_, frame))) = (&event, raw) {
+            // Only a frame with control characters, or one the core ignored, can be other than
+            // JSON (the core took the others in): then it is written as text, exactly.
+            if (ignored || has_control(frame.as_bytes())) && !is_json(frame) {
+                return Pending {
+                    t,
+                    event: text_event(*conn, frame),
+                    raw: None,
+                    ignored: false,
+                }
+                .write(out, carried);
+            }
+        }
+        out.extend_from_slice(br#"{"t":"#);
+        // Writing into a Vec fails only for a map key that is not a string, which no event has.
+        let _ = serde_json::to_writer(&mut *out, &t);
+        let at = out.len();
+        let _ = serde_json::to_writer(&mut *out, &event);
+        // The event's own `{` continues the line.
+        if let Some(brace) = out.get_mut(at) {
+            *brace = b',';
+        }
+        if let Some((field, json)) = raw {
+            out.pop();
+            let _ = write!(out, ",\"{field}\":");
+            let from = out.len();
+            out.extend_from_slice(json.as_bytes());
+            // One line an event: a control character is whitespace in JSON (a pretty-printed
+            // frame's newlines) or else not JSON at all (in a string), so a space keeps the
+            // JSON's meaning and the line whole.
+            if has_control(json.as_bytes()) {
+                for byte in out.iter_mut().skip(from) {
+                    if *byte < 0x20 {
+                        *byte = b' ';
+                    }
+                }
+            }
+            if ignored {
+                out.extend_from_slice(br#","ignored":true"#);
+            }
+            out.push(b'}');
+        }
+        out.push(b'\n');
+    }
+}
+
+/// Takes every secret out of the line in `lines` from `start`.
+fn scrub(lines: &mut Vec<u8>, start: usize, secrets: &[(Finder<'static>, &'static str)]) {
+    for (secret, instead) in secrets {
+        let Some(line) = lines.get(start..) else {
+            return;
+        };
+        if secret.find(line).is_none() {
+            continue;
+        }
+        let line = in_strings_replaced(line, secret.needle(), instead.as_bytes());
+        lines.truncate(start);
+        lines.extend_from_slice(&line);
+    }
+}
+
+/// Whether `bytes` hold a control character. Without a branch a byte, so that it runs as
+/// vector code over a long frame.
+fn has_control(bytes: &[u8]) -> bool {
+    bytes
+        .chunks(64)
+        .any(|chunk| chunk.iter().fold(false, |seen, &byte| seen | (byte < 0x20)))
 }
 
 /// A frame from the worker that is not JSON, as it is recorded: at most [`TEXT_KEPT`] bytes of
 /// it, and its length.
-fn text_event(conn: u32, text: &str) -> Event<'_> {
+fn text_event(conn: u32, text: &str) -> Event {
     let mut kept = text.len().min(TEXT_KEPT);
     while !text.is_char_boundary(kept) {
         kept -= 1;
     }
     Event::RecvText {
         conn,
-        text: &text[..kept],
+        text: text[..kept].into(),
         bytes: text.len(),
     }
 }
