@@ -46,6 +46,7 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 // Where the answer starts, where the bytes to write start, how many there are.
 const cells = exports_.ctl_output_cells() >>> 2
+const closeHandshakeLimitMs = exports_.ctl_close_handshake_limit_ms()
 let inputCapacity = 16 * 1024
 let inputAt = exports_.ctl_input(inputCapacity)
 let seeded = false
@@ -191,6 +192,12 @@ class Client {
 
   get finished() {
     return exports_.ctl_finished(this.handle) === 1
+  }
+
+  /** How long an ended byte stream may wait for the worker to close its side: the core's
+   *  close-handshake limit, in ms. */
+  get closeHandshakeLimitMs() {
+    return closeHandshakeLimitMs
   }
 
   /** The recording's lines since this was last called (UTF-8 NDJSON), or null when there are none. */

@@ -14,10 +14,6 @@ const { socketGlue } = require('./socket-glue.js')
 /** @typedef {import('../addon/wasm').Client} Client */
 /** @typedef {import('../addon/wire').JsAction | import('../addon/wasm').WriteAction} Action */
 
-// How long an ended stream may wait for the worker to close its side: the core's close-handshake
-// limit (CLOSE_HANDSHAKE_LIMIT_MS), after which it is destroyed.
-const CLOSE_HANDSHAKE_LIMIT_MS = 2_000
-
 // Where Node reads a plain TCP stream into (`onread`): one buffer for every read, no `data`
 // event and no Buffer per read (15–20 % of the fallback's CPU per small round trip). Node's own
 // option; Bun's and Deno's sockets, and TLS, deliver `data` events.
@@ -108,14 +104,14 @@ function streamTransport(url, getCore, run) {
     write(bytes) {
       glue.current()?.write(bytes)
     },
-    /** Ends the stream after what was written (a close frame, if any); the process need not
-     *  wait for the worker to close its side. */
+    /** Ends the stream after what was written (a close frame, if any), destroyed past the
+     *  core's close-handshake limit; the process need not wait for the worker to close its side. */
     close() {
       const s = glue.forget()
       if (!s) return
       s.end()
       s.unref?.()
-      setTimeout(() => s.destroy(), CLOSE_HANDSHAKE_LIMIT_MS).unref()
+      setTimeout(() => s.destroy(), getCore().closeHandshakeLimitMs).unref()
     },
     setTimer: glue.setTimer,
   }

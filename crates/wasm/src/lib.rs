@@ -16,7 +16,9 @@
 mod entropy;
 
 use ctl_migration_core::frames::AppliedSummary;
-use ctl_migration_core::protocol::{HandlerKind, Protocol, Role, Transport};
+use ctl_migration_core::protocol::{
+    HandlerKind, Protocol, Role, Transport, CLOSE_HANDSHAKE_LIMIT_MS,
+};
 use ctl_migration_driver::output::{observed, settled, WireOptions};
 use ctl_migration_driver::{Driver, Input, Output, ProductCall, Refused, Report};
 use std::borrow::Cow;
@@ -265,6 +267,13 @@ pub extern "C" fn ctl_role(handle: u32) -> u32 {
 #[no_mangle]
 pub extern "C" fn ctl_connected(handle: u32) -> u32 {
     read(handle, |core| u32::from(core.connected())).unwrap_or(0)
+}
+
+/// How long an ended byte stream may wait for the worker to close its side, in ms: the core's
+/// limit, for the glue that ends the stream.
+#[no_mangle]
+pub extern "C" fn ctl_close_handshake_limit_ms() -> f64 {
+    CLOSE_HANDSHAKE_LIMIT_MS
 }
 
 /// No socket will ever be opened again (closed, or replaced by a newer connection).
