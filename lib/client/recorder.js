@@ -191,6 +191,12 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     log(`recording to ${dir} stopped: ${describe(/** @type {any} */ (e)?.message ?? e)}`)
   }
 
+  function armFlush() {
+    flushTimer = setTimeout(flush, FLUSH_MS)
+    // The process need not wait for it: at exit, what is left is written there and then.
+    flushTimer.unref?.()
+  }
+
   function clearFlush() {
     clearTimeout(flushTimer)
     flushTimer = undefined
@@ -352,11 +358,14 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     return Buffer.from(text.split('\n').map((line) => (line === '' ? line : redactLine(line))).join('\n'))
   }
 
-  /** Takes the driver's lines and writes them. */
+  /** Takes the driver's lines and writes them. While lines keep coming the timer is armed again
+   *  here, not by the frame whose line comes next: arming a timer costs tens of microseconds on
+   *  a cold core, which that frame's round trip would wait for. */
   function flush() {
-    flushTimer = undefined
     // Taken even when nothing is written any more: the driver must not hold them.
     const bytes = take()
+    if (bytes !== null && flushTimer !== undefined && !failed) armFlush()
+    else flushTimer = undefined
     if (failed) return
     if (bytes !== null) {
       const lines = redacted === undefined ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) : redactLines(bytes)
@@ -389,10 +398,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   return {
     /** The driver has lines, for the first time since they were last taken. */
     recorded() {
-      if (flushTimer !== undefined) return
-      flushTimer = setTimeout(flush, FLUSH_MS)
-      // The process need not wait for it: at exit, what is left is written there and then.
-      flushTimer.unref?.()
+      if (flushTimer === undefined) armFlush()
     },
     /** The client closed: what it recorded until now is written, and the file closed. */
     close() {
