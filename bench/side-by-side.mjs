@@ -13,8 +13,9 @@
 // fallback (NAPI_RS_FORCE_WASI=error in its processes, as bench/run.mjs's wasm column);
 // `<label>=record:<…>` runs it with its flight recorder on (CTL_MIGRATION_RECORD, a temporary
 // directory), e.g. `off=wasm:. on=record:wasm:.` for the recorder's cost (docs/recording.md).
-// For ratios near 1, run it under `taskset -c 1`: unpinned, a small row's p50 moves 2.5× with
-// the cores the worker and the clients land on.
+// For ratios near 1, run it under `taskset -c 1` (unpinned, a small row's p50 moves 2.5× with
+// the cores the worker and the clients land on), with a second identical client (`same=.`) to
+// show what the noise alone makes of a ratio.
 //   node bench/side-by-side.mjs [--rounds 3] [--n 1500] [--imports 12 (0: none)] [--only get-state,cutover-36k] <label>=<module> ...
 // e.g. node bench/side-by-side.mjs reference=/tmp/ref/migration-client.js plain=bench/js-client.mjs \
 //        main=../main/lib/client.js this=.
