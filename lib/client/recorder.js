@@ -362,10 +362,11 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
    *  here, not by the frame whose line comes next: arming a timer costs tens of microseconds on
    *  a cold core, which that frame's round trip would wait for. */
   function flush() {
+    const byTimer = flushTimer !== undefined
+    flushTimer = undefined
     // Taken even when nothing is written any more: the driver must not hold them.
     const bytes = take()
-    if (bytes !== null && flushTimer !== undefined && !failed) armFlush()
-    else flushTimer = undefined
+    if (byTimer && bytes !== null && !failed && !closed) armFlush()
     if (failed) return
     if (bytes !== null) {
       const lines = redacted === undefined ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) : redactLines(bytes)

@@ -277,7 +277,7 @@ impl Driver {
         }
     }
 
-    /// Moves the recording's lines written since it was last called onto `out`.
+    /// Writes the lines of the recording's events since it was last called onto `out`.
     pub fn take_recording(&mut self, out: &mut Vec<u8>) {
         if let Some(recorder) = self.recorder.as_mut() {
             recorder.take(out);

@@ -1,9 +1,10 @@
 //! The flight recorder: with recording on, every input into the core and every action out of
-//! it is written as a line of the recording (docs/recording.md), in order, timed on the
-//! driver's clock from the client's start. The lines wait here until the glue takes them
+//! it is an event of the recording (docs/recording.md), in order, timed on the driver's clock
+//! from the client's start. The events wait here until the glue takes them as lines
 //! ([`Driver::take_recording`](crate::Driver::take_recording)), which it is told to once there
-//! are some ([`Output::Recorded`]); the glue redacts payloads and writes the file. Frames are
-//! written as the JSON they are, unparsed, and nothing written holds the token.
+//! are some ([`Output::Recorded`]): a line is made then, off a frame's way. The glue redacts
+//! payloads and writes the file. Frames are written as the JSON they are, unparsed, and nothing
+//! written holds the token.
 
 use crate::output::Output;
 use crate::wire::Incoming;
@@ -140,9 +141,10 @@ pub struct Recorder {
     /// them always, and hands the glue only those it asked for.
     glue_reports: bool,
     glue_frames: bool,
-    /// The events the glue has not taken yet, and the frames and payloads they carry, one
-    /// after another: a frame's way is not slowed by an allocation for it.
+    /// The events the glue has not taken yet.
     pending: Vec<Pending>,
+    /// The frames and payloads they carry, one after another: no allocation of a frame's own
+    /// (amortised) on its way.
     carried: String,
     /// The latest migration id recorded, shared by the events that name it.
     migration_id: Option<Arc<str>>,
@@ -151,9 +153,11 @@ pub struct Recorder {
     /// What no line may hold, as JSON writes it, and what is written in its place: the token,
     /// and the worker URL's credentials and query (an error may quote the URL).
     secrets: Vec<(Finder<'static>, &'static str)>,
-    /// The latest event, if it is a frame from the worker recorded before the core read it:
-    /// unless the core's first action is the frame's note (it took the frame in), the core
-    /// ignored it, and its line is marked so.
+    /// The same as a frame's text holds them, which the cut of a long text frame must not split.
+    text_secrets: Vec<Finder<'static>>,
+    /// Where in `pending` the latest event is, if it is a frame from the worker recorded before
+    /// the core read it: unless the core's first action is the frame's note (it took the frame
+    /// in), the core ignored it, and its line is marked so.
     unread: Option<usize>,
 }
 
@@ -161,12 +165,19 @@ impl Recorder {
     /// A recorder for a client of `options` whose events are timed from `start`, the driver's
     /// clock at its start.
     pub fn new(options: &Options, start: f64) -> Recorder {
-        let mut secrets = vec![(json_escaped(&options.token), REDACTED)];
-        secrets.extend(url_secrets(&options.url).map(|s| (json_escaped(s), "")));
+        let mut secrets = vec![(options.token.as_str(), REDACTED)];
+        secrets.extend(url_secrets(&options.url).map(|s| (s, "")));
+        secrets.retain(|(secret, _)| !secret.is_empty());
+        let text_secrets = secrets
+            .iter()
+            .map(|(secret, _)| Finder::new(secret.as_bytes()).into_owned())
+            .collect();
         let secrets = secrets
             .into_iter()
-            .filter(|(secret, _)| !secret.is_empty())
-            .map(|(secret, instead)| (Finder::new(secret.as_bytes()).into_owned(), instead))
+            .map(|(secret, instead)| {
+                let escaped = json_escaped(secret);
+                (Finder::new(escaped.as_bytes()).into_owned(), instead)
+            })
             .collect();
         Recorder {
             start,
@@ -178,6 +189,7 @@ impl Recorder {
             migration_id: None,
             told: false,
             secrets,
+            text_secrets,
             unread: None,
         }
     }
@@ -187,7 +199,7 @@ impl Recorder {
         self.ignored();
         for pending in self.pending.drain(..) {
             let start = out.len();
-            pending.write(out, &self.carried);
+            pending.write(out, &self.carried, &self.text_secrets);
             scrub(out, start, &self.secrets);
         }
         self.carried.clear();
@@ -222,7 +234,8 @@ impl Recorder {
     fn recv(&mut self, text: &str, now: f64, out: &mut Vec<Output>) {
         let conn = self.conn;
         if !text.trim_start().starts_with('{') {
-            return self.write(now, text_event(conn, text), None, out);
+            let event = text_event(conn, text, &self.text_secrets);
+            return self.write(now, event, None, out);
         }
         self.write(now, Event::Recv { conn }, Some(("frame", text)), out);
         self.unread = self.pending.len().checked_sub(1);
@@ -571,7 +584,7 @@ struct Pending {
 
 impl Pending {
     /// Writes the event's line onto `out`; what it carries is in `carried`.
-    fn write(self, out: &mut Vec<u8>, carried: &str) {
+    fn write(self, out: &mut Vec<u8>, carried: &str, text_secrets: &[Finder<'static>]) {
         let Pending {
             t,
             event,
@@ -585,11 +598,11 @@ impl Pending {
             if (ignored || has_control(frame.as_bytes())) && !is_json(frame) {
                 return Pending {
                     t,
-                    event: text_event(*conn, frame),
+                    event: text_event(*conn, frame, text_secrets),
                     raw: None,
                     ignored: false,
                 }
-                .write(out, carried);
+                .write(out, carried, text_secrets);
             }
         }
         out.extend_from_slice(br#"{"t":"#);
@@ -649,11 +662,25 @@ fn has_control(bytes: &[u8]) -> bool {
 }
 
 /// A frame from the worker that is not JSON, as it is recorded: at most [`TEXT_KEPT`] bytes of
-/// it, and its length.
-fn text_event(conn: u32, text: &str) -> Event {
+/// it, and its length. The cut comes before a secret it would split (the scrub finds only whole
+/// ones), on a character's boundary.
+fn text_event(conn: u32, text: &str, secrets: &[Finder<'static>]) -> Event {
     let mut kept = text.len().min(TEXT_KEPT);
-    while !text.is_char_boundary(kept) {
-        kept -= 1;
+    loop {
+        while !text.is_char_boundary(kept) {
+            kept -= 1;
+        }
+        // Only a secret across the cut fits in this window; moving back may meet another.
+        let split = secrets.iter().find_map(|secret| {
+            let reach = secret.needle().len().saturating_sub(1);
+            let from = kept.saturating_sub(reach);
+            let window = text.as_bytes().get(from..text.len().min(kept + reach))?;
+            secret.find(window).map(|at| from + at)
+        });
+        match split {
+            Some(at) => kept = at,
+            None => break,
+        }
     }
     Event::RecvText {
         conn,
@@ -953,6 +980,22 @@ mod tests {
         let text = lines.iter().find(|l| l["t"] == 3.0 && l["kind"] == "recv");
         let text = text.map(|l| (l["text"].as_str().map(str::len), l["bytes"].clone()));
         assert_eq!(text, Some((Some(1024), json!(2000))));
+    }
+
+    #[test]
+    fn a_token_across_the_cut_of_a_long_text_frame_goes_with_what_is_cut() {
+        // Not JSON from its first byte, and JSON the core cannot read (recorded as text when
+        // it is taken).
+        for first in ["x", "{"] {
+            let mut driver = recording_on_product_socket();
+            open(&mut driver, 101.0);
+            let before = "x".repeat(TEXT_KEPT - 5);
+            let frame = format!("{first}{before}{TOKEN}{}", "y".repeat(100));
+            feed(&mut driver, vec![(Input::SocketMessage(&frame), 102.0)]);
+            let lines = lines(&mut driver);
+            let text = lines.iter().find_map(|l| l["text"].as_str());
+            assert_eq!(text, Some(format!("{first}{before}").as_str()));
+        }
     }
 
     #[test]
