@@ -297,29 +297,9 @@ impl Recorder {
                     out,
                 )
             }
-            Input::SocketErrored { .. } => {
-                let error = "socket error";
-                self.write(
-                    now,
-                    Event::Dropped {
-                        conn,
-                        error: error.into(),
-                    },
-                    None,
-                    out,
-                )
-            }
+            Input::SocketErrored { .. } => self.dropped("socket error".into(), now, out),
             Input::SocketSendFailed { error, .. } => {
-                let error = &format!("send failed: {error}");
-                self.write(
-                    now,
-                    Event::Dropped {
-                        conn,
-                        error: error.as_str().into(),
-                    },
-                    None,
-                    out,
-                )
+                self.dropped(format!("send failed: {error}").into(), now, out)
             }
             Input::SocketPong(payload) => {
                 if let Some(number) = number(payload) {
@@ -482,19 +462,14 @@ impl Recorder {
                 };
                 self.write(now, event, None, out)
             }
-            None => {
-                let error = &error.to_string();
-                self.write(
-                    now,
-                    Event::Dropped {
-                        conn,
-                        error: error.as_str().into(),
-                    },
-                    None,
-                    out,
-                )
-            }
+            None => self.dropped(error.to_string().into(), now, out),
         }
+    }
+
+    /// The connection was lost, for `error`.
+    fn dropped(&mut self, error: Box<str>, now: f64, out: &mut Vec<Output>) {
+        let conn = self.conn;
+        self.write(now, Event::Dropped { conn, error }, None, out)
     }
 
     /// Records the end of the driver's byte stream: a connection that broke once `open`, else
@@ -592,19 +567,15 @@ impl Pending {
             ignored,
         } = self;
         let raw = raw.map(|(field, range)| (field, carried.get(range).unwrap_or_default()));
-        if let (Event::Recv { conn }, Some((_, frame))) = (&event, raw) {
-            // Only a frame with control characters, or one the core ignored, can be other than
-            // JSON (the core took the others in): then it is written as text, exactly.
-            if (ignored || has_control(frame.as_bytes())) && !is_json(frame) {
-                return Pending {
-                    t,
-                    event: text_event(*conn, frame, text_secrets),
-                    raw: None,
-                    ignored: false,
-                }
-                .write(out, carried, text_secrets);
+        let control = raw.is_some_and(|(_, json)| has_control(json.as_bytes()));
+        // Only a frame with control characters, or one the core ignored, can be other than
+        // JSON (the core took the others in): then it is written as text, exactly.
+        let (event, raw) = match (&event, raw) {
+            (Event::Recv { conn }, Some((_, frame))) if (ignored || control) && !is_json(frame) => {
+                (text_event(*conn, frame, text_secrets), None)
             }
-        }
+            _ => (event, raw),
+        };
         out.extend_from_slice(br#"{"t":"#);
         // Writing into a Vec fails only for a map key that is not a string, which no event has.
         let _ = serde_json::to_writer(&mut *out, &t);
@@ -622,7 +593,7 @@ impl Pending {
             // One line an event: a control character is whitespace in JSON (a pretty-printed
             // frame's newlines) or else not JSON at all (in a string), so a space keeps the
             // JSON's meaning and the line whole.
-            if has_control(json.as_bytes()) {
+            if control {
                 for byte in out.iter_mut().skip(from) {
                     if *byte < 0x20 {
                         *byte = b' ';
