@@ -22,7 +22,9 @@ beforeEach(() => {
 })
 
 afterEach(() => {
-  rmSync(dir, { recursive: true, force: true })
+  // The harness closes the clients after this: a recorder may still be rewriting its file here
+  // (a trimmed file's temporary one), which an rmdir then finds; rm tries again.
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5 })
 })
 
 /** The recording's text, once there is one file in `dir` and `ready` holds of its lines. */
