@@ -79,6 +79,10 @@ if [ ! -f "$WINEPREFIX/.ctl-migration-ready" ]; then
   touch "$WINEPREFIX/.ctl-migration-ready"
 fi
 cp "$PRNG_DLL" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
+# One wineserver for the whole run (the EXIT trap ends it): left to itself it exits seconds after
+# its last process, and a process started as it goes dies with "wine client error:0: recvmsg:
+# Connection reset by peer".
+"$WINESERVER" -p
 
 # ── the staged package ───────────────────────────────────────────────────────
 # The client's files as a checkout has them, the binaries beside the loaders under the names
