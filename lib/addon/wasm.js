@@ -206,7 +206,10 @@ class Client {
     if (len === 0) return null
     const memoryBytes = views()
     const at = words[cells]
-    return memoryBytes.slice(at, at + len)
+    // A copy (the next call reuses the memory), not zeroed first: megabytes at a time.
+    const lines = Buffer.allocUnsafeSlow(len)
+    lines.set(memoryBytes.subarray(at, at + len))
+    return lines
   }
 
   /** @param {number} mask @param {number} nowMs */

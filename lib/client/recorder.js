@@ -68,6 +68,10 @@ const ENDS = new Set(['open-failed', 'closed', 'close', 'dropped'])
 /** How far past its bound a file holds its latest migration whole, in bounds: past it, the
  *  oldest lines go even so (the memory stays bounded). */
 const CEILING = 2
+/** Up to this size, a flush's lines join the previous flush's in memory: a file of small flushes
+ *  is then rewritten in few writes. Larger ones are kept as they came, never copied again
+ *  (a copy of megabytes costs milliseconds here, most of it the fresh memory's page faults). */
+const JOIN_BYTES = 64 * 1024
 
 /**
  * @typedef {{ at: number, bytes: Buffer }} RecordedLine a line, and where it starts among all the bytes recorded
@@ -133,7 +137,8 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   })
   const redacted = redact === undefined ? undefined : redaction(redact, log)
 
-  /** @type {Buffer[]} the file's lines after the header and the preamble, as written */
+  /** @type {Buffer[]} the file's lines after the header and the preamble, as written, in pieces
+   *  of whole lines */
   let kept = []
   let size = Buffer.byteLength(header) + 1
   /** Once the file was trimmed: the marker and the opening of the connection it was cut in. */
@@ -144,6 +149,8 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   let trimAt = maxBytes
   /** Where `kept` starts among all the bytes recorded. */
   let keptFrom = 0
+  /** @type {number[]} where each migration in `kept` starts among all the bytes recorded */
+  let starts = []
   /** @type {Opening[]} the openings of the connections in `kept` or cut in, oldest first */
   let openings = []
   /** @type {ReturnType<typeof setTimeout> | undefined} */
@@ -218,7 +225,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
       return
     }
     writing = true
-    const done = rewrite ? rewriteFile(contents()) : append(fd, Buffer.concat(toAppend))
+    const done = rewrite ? rewriteFile(contents()) : append(fd, toAppend.length === 1 ? toAppend[0] : Buffer.concat(toAppend))
     rewrite = false
     toAppend = []
     done.then(() => {
@@ -240,25 +247,61 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     })
   }
 
-  /** Replaces the file with `whole` (a whole file in its place at every moment), to append to.
-   *  @param {Buffer} whole */
-  async function rewriteFile(whole) {
+  /** Opens `path` with `flags`. @param {string} path @param {string} flags @returns {Promise<number>} */
+  function open(path, flags) {
+    return new Promise((resolve, reject) => fs.open(path, flags, (/** @type {unknown} */ e, /** @type {number} */ to) => (e ? reject(e) : resolve(to))))
+  }
+
+  /** Replaces the file with `pieces` (a whole file in its place at every moment), to append to.
+   *  @param {Buffer[]} pieces */
+  async function rewriteFile(pieces) {
     const temporary = `${file}.tmp`
     try {
-      await fs.promises.writeFile(temporary, whole)
+      const to = await open(temporary, 'w')
+      try {
+        for (const piece of pieces) await append(to, piece)
+      } finally {
+        fs.close(to, () => {})
+      }
       await fs.promises.rename(temporary, file)
     } catch (e) {
       await fs.promises.rm(temporary, { force: true }).catch(() => {})
       throw e
     }
-    const reopened = await new Promise((resolve, reject) => fs.open(file, 'a', (/** @type {unknown} */ e, /** @type {number} */ to) => (e ? reject(e) : resolve(to))))
+    const reopened = await open(file, 'a')
     closeFile()
-    fd = /** @type {number} */ (reopened)
+    fd = reopened
   }
 
   /** The whole file as kept: the header, what was dropped, the lines. */
   function contents() {
-    return Buffer.concat([Buffer.from(`${header}\n`), preamble, ...kept])
+    return [Buffer.from(`${header}\n`), preamble, ...kept]
+  }
+
+  /** Notes where the migrations in `bytes` start, which start at `base` among all the bytes
+   *  recorded: a frame from the worker that is a get-state, or a hello-ack naming one.
+   *  @param {Buffer} bytes @param {number} base */
+  function noteStarts(bytes, base) {
+    for (let at = bytes.indexOf(RECV); at >= 0; at = bytes.indexOf(RECV, at + 1)) {
+      const end = lineEnd(bytes, at)
+      // Those frames are small: a long line is never one, and is not searched.
+      const line = bytes.subarray(at, end)
+      if (line.length <= START_LINE_MAX && (line.includes(GET_STATE) || (line.includes(HELLO_ACK) && line.includes(MIGRATION)))) {
+        starts.push(base + bytes.lastIndexOf(NEWLINE, at) + 1)
+      }
+      at = end - 1
+    }
+  }
+
+  /** The piece of `kept` that holds the byte `at` (among all the bytes recorded), and where in
+   *  it; none past the end. @param {number} at */
+  function locate(at) {
+    let from = keptFrom
+    for (const bytes of kept) {
+      if (at < from + bytes.length) return { bytes, offset: at - from }
+      from += bytes.length
+    }
+    return undefined
   }
 
   /** Notes the opening lines of each connection in `bytes`, which start at `base` among all the
@@ -294,39 +337,34 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
    *  connection the file was cut in follow it, so it replays from there. On the bytes, as written.
    *  @returns {boolean} whether anything was dropped */
   function trim() {
-    const all = Buffer.concat(kept)
-    const excess = size - maxBytes * TRIM_TO
-    /** @type {number[]} where each migration starts */
-    const starts = []
-    for (let at = all.indexOf(RECV); at >= 0; at = all.indexOf(RECV, at + 1)) {
-      const end = lineEnd(all, at)
-      // Those frames are small: a long line is never one, and is not searched.
-      const line = all.subarray(at, end)
-      if (line.length <= START_LINE_MAX && (line.includes(GET_STATE) || (line.includes(HELLO_ACK) && line.includes(MIGRATION)))) {
-        starts.push(all.lastIndexOf(NEWLINE, at) + 1)
-      }
-      at = end - 1
-    }
-    const wellWithin = lineEnd(all, Math.max(0, Math.ceil(excess) - 1))
+    const end = keptFrom + size - Buffer.byteLength(header) - 1 - preamble.length
+    const excess = keptFrom + size - maxBytes * TRIM_TO
+    const wellWithinAt = keptFrom + Math.max(0, Math.ceil(excess - keptFrom) - 1)
+    const wellWithinIn = locate(wellWithinAt)
+    const wellWithin = wellWithinIn === undefined ? end : wellWithinAt - wellWithinIn.offset + lineEnd(wellWithinIn.bytes, wellWithinIn.offset)
     // No migration: any line can go. Else the first migration past what must go, or the latest.
     let cut = starts.length === 0 ? wellWithin : (starts.find((start) => start >= excess) ?? starts[starts.length - 1])
-    if (all.length - cut > CEILING * maxBytes) cut = Math.max(cut, wellWithin)
-    trimAt = Math.max(maxBytes, size - cut + maxBytes * (1 - TRIM_TO))
-    if (cut <= 0) return false
-    const last = all.lastIndexOf(NEWLINE, cut - 2) + 1
-    const t = Number(all.toString('latin1', last + '{"t":'.length, all.indexOf(',', last)))
+    if (end - cut > CEILING * maxBytes) cut = Math.max(cut, wellWithin)
+    trimAt = Math.max(maxBytes, size - (cut - keptFrom) + maxBytes * (1 - TRIM_TO))
+    const last = locate(cut - 1)
+    if (cut <= keptFrom || last === undefined) return false
+    // The time of the last line that goes.
+    const lastStart = last.bytes.lastIndexOf(NEWLINE, last.offset - 1) + 1
+    const t = Number(last.bytes.toString('latin1', lastStart + '{"t":'.length, last.bytes.indexOf(',', lastStart)))
     droppedCount += starts.filter((start) => start < cut).length
-    const cutAt = keptFrom + cut
-    keptFrom = cutAt
+    starts = starts.filter((start) => start >= cut)
     // The connection the file is cut in: the latest that opened before the cut.
     let current = openings.length - 1
-    while (current >= 0 && openings[current].at >= cutAt) current--
+    while (current >= 0 && openings[current].at >= cut) current--
     openings = openings.slice(Math.max(0, current))
-    const opening = current < 0 ? [] : openings[0].lines.filter((l) => l.at < cutAt).map((l) => l.bytes)
+    const opening = current < 0 ? [] : openings[0].lines.filter((l) => l.at < cut).map((l) => l.bytes)
     const marker = JSON.stringify({ t, kind: 'dropped-migrations', count: droppedCount })
     preamble = Buffer.concat([Buffer.from(`${marker}\n`), ...opening])
-    kept = [all.subarray(cut)]
-    size = Buffer.byteLength(header) + 1 + preamble.length + all.length - cut
+    // The pieces wholly before the cut go; the one it is in is cut.
+    while (kept.length > 0 && keptFrom + kept[0].length <= cut) keptFrom += /** @type {Buffer} */ (kept.shift()).length
+    if (kept.length > 0) kept[0] = kept[0].subarray(cut - keptFrom)
+    keptFrom = cut
+    size = Buffer.byteLength(header) + 1 + preamble.length + end - cut
     return true
   }
 
@@ -370,8 +408,12 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     if (failed) return
     if (bytes !== null) {
       const lines = redacted === undefined ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) : redactLines(bytes)
-      noteOpenings(lines, keptFrom + size - Buffer.byteLength(header) - 1 - preamble.length)
-      kept.push(lines)
+      const base = keptFrom + size - Buffer.byteLength(header) - 1 - preamble.length
+      noteOpenings(lines, base)
+      noteStarts(lines, base)
+      const latest = kept[kept.length - 1]
+      if (latest !== undefined && latest.length + lines.length <= JOIN_BYTES) kept[kept.length - 1] = Buffer.concat([latest, lines])
+      else kept.push(lines)
       size += lines.length
       toAppend.push(lines)
       if (size > trimAt && trim()) {

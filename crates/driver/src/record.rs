@@ -567,11 +567,11 @@ impl Pending {
             ignored,
         } = self;
         let raw = raw.map(|(field, range)| (field, carried.get(range).unwrap_or_default()));
-        let control = raw.is_some_and(|(_, json)| has_control(json.as_bytes()));
-        // Only a frame with control characters, or one the core ignored, can be other than
-        // JSON (the core took the others in): then it is written as text, exactly.
+        let breaks = raw.is_some_and(|(_, json)| breaks_line(json.as_bytes()));
+        // Only a frame with a line break, or one the core ignored, can be other than JSON (the
+        // core took the others in): then it is written as text, exactly.
         let (event, raw) = match (&event, raw) {
-            (Event::Recv { conn }, Some((_, frame))) if (ignored || control) && !is_json(frame) => {
+            (Event::Recv { conn }, Some((_, frame))) if (ignored || breaks) && !is_json(frame) => {
                 (text_event(*conn, frame, text_secrets), None)
             }
             _ => (event, raw),
@@ -590,10 +590,9 @@ impl Pending {
             let _ = write!(out, ",\"{field}\":");
             let from = out.len();
             out.extend_from_slice(json.as_bytes());
-            // One line an event: a control character is whitespace in JSON (a pretty-printed
-            // frame's newlines) or else not JSON at all (in a string), so a space keeps the
-            // JSON's meaning and the line whole.
-            if control {
+            // One line an event: a control character in JSON is whitespace (a pretty-printed
+            // frame's newlines), so a space keeps its meaning and the line whole.
+            if breaks {
                 for byte in out.iter_mut().skip(from) {
                     if *byte < 0x20 {
                         *byte = b' ';
@@ -624,12 +623,11 @@ fn scrub(lines: &mut Vec<u8>, start: usize, secrets: &[(Finder<'static>, &'stati
     }
 }
 
-/// Whether `bytes` hold a control character. Without a branch a byte, so that it runs as
-/// vector code over a long frame.
-fn has_control(bytes: &[u8]) -> bool {
-    bytes
-        .chunks(64)
-        .any(|chunk| chunk.iter().fold(false, |seen, &byte| seen | (byte < 0x20)))
+/// Whether `bytes` would break a recording's line: readers split at `\n`, and Node's `readline`
+/// at `\r` too. Any other control character in JSON is whitespace that can stay (a tab), and
+/// one in a string is not JSON: the core ignored that frame, which is checked then.
+fn breaks_line(bytes: &[u8]) -> bool {
+    memchr::memchr2(b'\n', b'\r', bytes).is_some()
 }
 
 /// A frame from the worker that is not JSON, as it is recorded: at most [`TEXT_KEPT`] bytes of
