@@ -81,7 +81,9 @@ fi
 cp "$PRNG_DLL" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
 # One wineserver for the whole run (the EXIT trap ends it): left to itself it exits seconds after
 # its last process, and a process started as it goes dies with "wine client error:0: recvmsg:
-# Connection reset by peer".
+# Connection reset by peer". The one wineboot left ends first, its registry saved (a second
+# server would exit 2 with the prefix locked); one an interrupted run left persisting is killed.
+timeout 30 "$WINESERVER" -w || "$WINESERVER" -k || true
 "$WINESERVER" -p
 
 # ── the staged package ───────────────────────────────────────────────────────
