@@ -1,5 +1,5 @@
 'use strict'
-// The WebAssembly build of the client's binding (crates/wasm: the core behind plain exported
+// The WebAssembly build of the client's binding (crates/wasm: the driver behind plain exported
 // functions, built for wasm32-unknown-unknown), with the same `Client` as the native addon's
 // JavaScript-socket half. The module imports nothing, so this needs only `WebAssembly`: no
 // Node-API emulation, no WASI.

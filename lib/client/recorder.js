@@ -261,7 +261,8 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
       try {
         for (const piece of pieces) await append(to, piece)
       } finally {
-        fs.close(to, () => {})
+        // A write the file system put off fails here: the file must not replace the last.
+        await new Promise((resolve, reject) => fs.close(to, (/** @type {unknown} */ e) => (e ? reject(e) : resolve(undefined))))
       }
       await fs.promises.rename(temporary, file)
     } catch (e) {
@@ -294,8 +295,9 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   }
 
   /** The piece of `kept` that holds the byte `at` (among all the bytes recorded), and where in
-   *  it; none past the end. @param {number} at */
+   *  it; none outside `kept`. @param {number} at */
   function locate(at) {
+    if (at < keptFrom) return undefined
     let from = keptFrom
     for (const bytes of kept) {
       if (at < from + bytes.length) return { bytes, offset: at - from }
@@ -338,12 +340,13 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
    *  @returns {boolean} whether anything was dropped */
   function trim() {
     const end = keptFrom + size - Buffer.byteLength(header) - 1 - preamble.length
-    const excess = keptFrom + size - maxBytes * TRIM_TO
-    const wellWithinAt = keptFrom + Math.max(0, Math.ceil(excess - keptFrom) - 1)
+    // What goes up to here leaves the file well within its bound.
+    const goes = keptFrom + size - maxBytes * TRIM_TO
+    const wellWithinAt = keptFrom + Math.max(0, Math.ceil(goes - keptFrom) - 1)
     const wellWithinIn = locate(wellWithinAt)
     const wellWithin = wellWithinIn === undefined ? end : wellWithinAt - wellWithinIn.offset + lineEnd(wellWithinIn.bytes, wellWithinIn.offset)
     // No migration: any line can go. Else the first migration past what must go, or the latest.
-    let cut = starts.length === 0 ? wellWithin : (starts.find((start) => start >= excess) ?? starts[starts.length - 1])
+    let cut = starts.length === 0 ? wellWithin : (starts.find((start) => start >= goes) ?? starts[starts.length - 1])
     if (end - cut > CEILING * maxBytes) cut = Math.max(cut, wellWithin)
     trimAt = Math.max(maxBytes, size - (cut - keptFrom) + maxBytes * (1 - TRIM_TO))
     const last = locate(cut - 1)

@@ -978,6 +978,28 @@ mod tests {
     }
 
     #[test]
+    fn a_tab_between_tokens_stays_and_a_control_character_in_a_string_makes_text() {
+        let mut driver = recording_on_product_socket();
+        open(&mut driver, 101.0);
+        let tabbed = "{\"type\":\t\"hello-ack\"}";
+        let broken = "{\"type\":\"hello-ack\",\"x\":\"a\u{1}b\"}";
+        let alone_cr = "{\"type\":\"hello-ack\",\"x\":\"a\rb\"}";
+        feed(
+            &mut driver,
+            vec![
+                (Input::SocketMessage(tabbed), 102.0),
+                (Input::SocketMessage(broken), 103.0),
+                (Input::SocketMessage(alone_cr), 104.0),
+            ],
+        );
+        let lines = lines(&mut driver);
+        let received: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "recv").collect();
+        assert_eq!(received[0]["frame"], json!({"type": "hello-ack"}));
+        assert_eq!(received[1]["text"], broken);
+        assert_eq!(received[2]["text"], alone_cr);
+    }
+
+    #[test]
     fn a_frame_with_a_raw_newline_in_a_string_is_recorded_as_escaped_text() {
         let mut driver = recording_on_product_socket();
         open(&mut driver, 101.0);
