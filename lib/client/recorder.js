@@ -140,7 +140,9 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
   /** @type {Buffer[]} the file's lines after the header and the preamble, as written, in pieces
    *  of whole lines */
   let kept = []
-  let size = Buffer.byteLength(header) + 1
+  /** The header's line, which starts the file. */
+  const headerBytes = Buffer.byteLength(header) + 1
+  let size = headerBytes
   /** Once the file was trimmed: the marker and the opening of the connection it was cut in. */
   let preamble = Buffer.alloc(0)
   let droppedCount = 0
@@ -279,6 +281,11 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     return [Buffer.from(`${header}\n`), preamble, ...kept]
   }
 
+  /** Where the next line recorded starts among all the bytes recorded: past `kept`. */
+  function keptEnd() {
+    return keptFrom + size - headerBytes - preamble.length
+  }
+
   /** Notes where the migrations in `bytes` start, which start at `base` among all the bytes
    *  recorded: a frame from the worker that is a get-state, or a hello-ack naming one.
    *  @param {Buffer} bytes @param {number} base */
@@ -339,7 +346,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
    *  connection the file was cut in follow it, so it replays from there. On the bytes, as written.
    *  @returns {boolean} whether anything was dropped */
   function trim() {
-    const end = keptFrom + size - Buffer.byteLength(header) - 1 - preamble.length
+    const end = keptEnd()
     // What goes up to here leaves the file well within its bound.
     const goes = keptFrom + size - maxBytes * TRIM_TO
     const wellWithinAt = keptFrom + Math.max(0, Math.ceil(goes - keptFrom) - 1)
@@ -367,7 +374,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     while (kept.length > 0 && keptFrom + kept[0].length <= cut) keptFrom += /** @type {Buffer} */ (kept.shift()).length
     if (kept.length > 0) kept[0] = kept[0].subarray(cut - keptFrom)
     keptFrom = cut
-    size = Buffer.byteLength(header) + 1 + preamble.length + end - cut
+    size = headerBytes + preamble.length + end - cut
     return true
   }
 
@@ -411,7 +418,7 @@ function startRecording({ dir, maxBytes, redact }, { id, build, productSocket, o
     if (failed) return
     if (bytes !== null) {
       const lines = redacted === undefined ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) : redactLines(bytes)
-      const base = keptFrom + size - Buffer.byteLength(header) - 1 - preamble.length
+      const base = keptEnd()
       noteOpenings(lines, base)
       noteStarts(lines, base)
       const latest = kept[kept.length - 1]
